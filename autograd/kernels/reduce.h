@@ -1,0 +1,43 @@
+// Sums and dot products over contiguous floats, vectorised without -ffast-math.
+//
+// A plain `for (...) s += x[i]` cannot be vectorised: float addition is not associative,
+// and the compiler must keep the written order. Sixteen independent partial sums fix the
+// order in a way that the compiler can map onto SIMD lanes, so the result is still the
+// same on every run. (It differs from the left-to-right sum in the last bits.)
+#pragma once
+
+#include <cstdint>
+
+namespace gf::kernels {
+
+inline constexpr int kLanes = 16;
+
+inline float sum(const float* x, int64_t n) {
+  float partial[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int l = 0; l < kLanes; ++l) partial[l] += x[i + l];
+  float total = 0.0f;
+  for (int l = 0; l < kLanes; ++l) total += partial[l];
+  for (; i < n; ++i) total += x[i];
+  return total;
+}
+
+inline float dot(const float* x, const float* y, int64_t n) {
+  float partial[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int l = 0; l < kLanes; ++l) partial[l] += x[i + l] * y[i + l];
+  float total = 0.0f;
+  for (int l = 0; l < kLanes; ++l) total += partial[l];
+  for (; i < n; ++i) total += x[i] * y[i];
+  return total;
+}
+
+inline float max(const float* x, int64_t n) {  // n >= 1
+  float m = x[0];
+  for (int64_t i = 1; i < n; ++i) m = x[i] > m ? x[i] : m;
+  return m;
+}
+
+}  // namespace gf::kernels

@@ -1,0 +1,119 @@
+// The tape: recording, accumulation, release, NoGrad, and the engine's own checks.
+#include <catch2/catch.hpp>
+
+#include "autograd/errors.h"
+#include "autograd/graph.h"
+#include "autograd/ops.h"
+
+using namespace gf;
+using Catch::Matchers::Contains;
+
+TEST_CASE("backward applies the chain rule through a small expression", "[autograd][graph]") {
+  // f(a, b) = (a * b + a)^2 at a = 2, b = 3: f = 64, df/da = 2 (ab + a)(b + 1) = 64,
+  // df/db = 2 (ab + a) a = 32.
+  Tensor a = Tensor::scalar(2.0f).set_requires_grad();
+  Tensor b = Tensor::scalar(3.0f).set_requires_grad();
+  Tensor f = pow(a * b + a, 2.0f);
+  CHECK(f.item() == 64.0f);
+  f.backward();
+  CHECK(a.grad().item() == Approx(64.0f));
+  CHECK(b.grad().item() == Approx(32.0f));
+}
+
+TEST_CASE("a tensor used twice receives the sum of both gradients", "[autograd][graph]") {
+  Tensor x = Tensor::from({2}, {1.0f, -2.0f}).set_requires_grad();
+  Tensor y = sum(x * x + x);  // dy/dx = 2x + 1
+  y.backward();
+  CHECK(x.grad().to_vector() == std::vector<float>{3.0f, -3.0f});
+}
+
+TEST_CASE("gradients accumulate across backward calls until zero_grad", "[autograd][graph]") {
+  Tensor x = Tensor::scalar(3.0f).set_requires_grad();
+  (x * 2.0f).backward();
+  (x * 2.0f).backward();
+  CHECK(x.grad().item() == 4.0f);
+  x.zero_grad();
+  CHECK_FALSE(x.grad().defined());
+}
+
+TEST_CASE("broadcast inputs get gradients of their own shape", "[autograd][graph]") {
+  Tensor a = Tensor::ones({2, 3}).set_requires_grad();
+  Tensor bias = Tensor::from({3}, {1, 2, 3}).set_requires_grad();
+  sum(a * bias).backward();
+  CHECK(bias.grad().shape() == Shape{3});
+  CHECK(bias.grad().to_vector() == std::vector<float>{2, 2, 2});
+  CHECK(a.grad().to_vector() == std::vector<float>{1, 2, 3, 1, 2, 3});
+}
+
+TEST_CASE("NoGrad records nothing", "[autograd][graph]") {
+  Tensor x = Tensor::ones({2}).set_requires_grad();
+  Tensor y;
+  {
+    NoGrad guard;
+    CHECK_FALSE(grad_enabled());
+    y = x * 3.0f;
+  }
+  CHECK(grad_enabled());
+  CHECK(y.is_leaf());
+  CHECK_FALSE(y.requires_grad());
+  REQUIRE_THROWS_WITH(y.backward(Tensor::ones({2})), Contains("does not require grad"));
+}
+
+TEST_CASE("ops on tensors that need no grad record nothing", "[autograd][graph]") {
+  Tensor y = exp(Tensor::ones({3}));
+  CHECK(y.is_leaf());
+  CHECK(count_nodes(y) == 0);
+}
+
+TEST_CASE("the graph is released after backward", "[autograd][graph]") {
+  Tensor x = Tensor::ones({2}).set_requires_grad();
+  Tensor loss = sum(exp(x));
+  CHECK(count_nodes(loss) == 2);
+  CHECK(recorded_ops(loss) == std::vector<std::string>{"exp", "sum"});
+  CHECK(loss.op_name() == "sum");
+  loss.backward();
+  REQUIRE_THROWS_WITH(loss.backward(), Contains("already been released"));
+}
+
+TEST_CASE("backward checks its seed", "[autograd][graph]") {
+  Tensor x = Tensor::ones({2, 3}).set_requires_grad();
+  Tensor y = x * 2.0f;
+  REQUIRE_THROWS_WITH(y.backward(), Contains("output has shape [2, 3]; pass a gradient"));
+  REQUIRE_THROWS_WITH(y.backward(Tensor::ones({3})),
+                      Contains("gradient has shape [3] but the output has shape [2, 3]"));
+  y.backward(Tensor::full({2, 3}, 0.5f));  // still usable after the refused calls
+  CHECK(x.grad().at({1, 2}) == 1.0f);
+}
+
+TEST_CASE("the engine names an op whose backward returns a wrong shape", "[autograd][graph]") {
+  Tensor x = Tensor::ones({2, 3}).set_requires_grad();
+  Tensor y = x.detach() * 2.0f;
+  record(y, "broken", {x}, [](const Tensor&) { return Grads{Tensor::ones({3})}; });
+  REQUIRE_THROWS_WITH(y.backward(Tensor::ones({2, 3})),
+                      Contains("broken backward: gradient for input 0 has shape [3] but the input "
+                               "has shape [2, 3]"));
+}
+
+TEST_CASE("only leaves can be marked as requiring grad", "[autograd][graph]") {
+  Tensor x = Tensor::ones({2}).set_requires_grad();
+  Tensor y = x * 2.0f;
+  REQUIRE_THROWS_WITH(y.set_requires_grad(), Contains("made by mul_scalar"));
+}
+
+TEST_CASE("a deep chain does not overflow the stack", "[autograd][graph]") {
+  Tensor x = Tensor::scalar(1.0f).set_requires_grad();
+  Tensor y = x;
+  for (int i = 0; i < 100000; ++i) y = y + 0.0f;
+  y.backward();
+  CHECK(x.grad().item() == 1.0f);
+}
+
+TEST_CASE("a deep graph that is never differentiated is freed without recursion",
+          "[autograd][graph]") {
+  Tensor x = Tensor::scalar(1.0f).set_requires_grad();
+  Tensor y = x;
+  for (int i = 0; i < 300000; ++i) y = y * 1.0f;
+  CHECK(y.item() == 1.0f);
+  y = Tensor();  // drops 300000 nodes
+  CHECK(x.requires_grad());
+}

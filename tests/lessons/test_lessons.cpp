@@ -1,0 +1,95 @@
+// The lesson texts cannot drift from the programs: every code excerpt in a lesson's README,
+// marked with <!-- snippet: NAME --> right before a ```cpp block, must equal the region of
+// its main.cpp between "// [snippet: NAME]" and "// [/snippet]" (common indentation removed).
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<std::string> read_lines(const fs::path& path) {
+  std::ifstream file(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(file, line);) lines.push_back(line);
+  return lines;
+}
+
+std::string trim(const std::string& s) {
+  const auto begin = s.find_first_not_of(" \t");
+  const auto end = s.find_last_not_of(" \t\r");
+  return begin == std::string::npos ? "" : s.substr(begin, end - begin + 1);
+}
+
+// Removes the indentation that all non-blank lines share, and trailing blank lines.
+std::string dedent(std::vector<std::string> lines) {
+  size_t common = std::string::npos;
+  for (const std::string& l : lines)
+    if (!trim(l).empty()) common = std::min(common, l.find_first_not_of(' '));
+  std::string out;
+  for (const std::string& l : lines) out += (trim(l).empty() ? "" : l.substr(common)) + "\n";
+  while (out.size() >= 2 && out[out.size() - 2] == '\n') out.pop_back();
+  return out;
+}
+
+std::map<std::string, std::string> snippets_in_source(const fs::path& path) {
+  std::map<std::string, std::string> snippets;
+  const std::vector<std::string> lines = read_lines(path);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const std::string t = trim(lines[i]);
+    if (t.rfind("// [snippet: ", 0) != 0) continue;
+    const std::string name = t.substr(13, t.size() - 14);
+    std::vector<std::string> body;
+    size_t j = i + 1;
+    while (j < lines.size() && trim(lines[j]) != "// [/snippet]") body.push_back(lines[j++]);
+    INFO(path.string() << ": snippet " << name << " has no closing // [/snippet]");
+    REQUIRE(j < lines.size());
+    snippets[name] = dedent(body);
+  }
+  return snippets;
+}
+
+std::map<std::string, std::string> snippets_in_readme(const fs::path& path) {
+  std::map<std::string, std::string> snippets;
+  const std::vector<std::string> lines = read_lines(path);
+  for (size_t i = 0; i + 1 < lines.size(); ++i) {
+    const std::string t = trim(lines[i]);
+    if (t.rfind("<!-- snippet: ", 0) != 0) continue;
+    const std::string name = t.substr(14, t.size() - 18);
+    INFO(path.string() << ": snippet " << name << " must be followed by a ```cpp block");
+    REQUIRE(trim(lines[i + 1]) == "```cpp");
+    std::vector<std::string> body;
+    size_t j = i + 2;
+    while (j < lines.size() && trim(lines[j]) != "```") body.push_back(lines[j++]);
+    snippets[name] = dedent(body);
+  }
+  return snippets;
+}
+
+}  // namespace
+
+TEST_CASE("every lesson README excerpt matches its main.cpp", "[lessons][snippets]") {
+  int lessons = 0, excerpts = 0;
+  for (const auto& entry : fs::directory_iterator(fs::path(GRADFORMER_SOURCE_DIR) / "lessons")) {
+    if (!entry.is_directory()) continue;
+    const fs::path readme = entry.path() / "README.md", source = entry.path() / "main.cpp";
+    INFO("lesson " << entry.path().filename().string());
+    REQUIRE(fs::exists(readme));
+    REQUIRE(fs::exists(source));
+    ++lessons;
+    const auto in_source = snippets_in_source(source);
+    for (const auto& [name, text] : snippets_in_readme(readme)) {
+      INFO("snippet " << name);
+      REQUIRE(in_source.count(name) == 1);
+      CHECK(text == in_source.at(name));
+      ++excerpts;
+    }
+  }
+  CHECK(lessons >= 1);
+  CHECK(excerpts >= lessons);  // every lesson shows at least one excerpt of its code
+}
