@@ -142,10 +142,12 @@ class IndexTensor {
 
 }  // namespace gf
 
+// fmt::format("{}", shape) prints "[2, 3, 5]".
 template <>
-struct fmt::formatter<gf::Shape> : fmt::formatter<std::string> {
+struct fmt::formatter<gf::Shape> {
+  constexpr auto parse(fmt::format_parse_context& ctx) { return ctx.begin(); }
   template <typename FormatContext>
   auto format(const gf::Shape& shape, FormatContext& ctx) const {
-    return fmt::formatter<std::string>::format(gf::to_string(shape), ctx);
+    return fmt::format_to(ctx.out(), "{}", gf::to_string(shape));
   }
 };

@@ -1,0 +1,68 @@
+// gemm(): the one entry point every op calls. It checks the arguments once, then hands them to
+// the backend chosen with set_gemm_backend (blocked by default, see gemm.h).
+#include "autograd/kernels/gemm.h"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <stdexcept>
+
+namespace gf::kernels {
+namespace {
+
+// Atomic, so that switching it while another thread calls gemm() is not a data race.
+std::atomic<GemmBackend> current_backend{GemmBackend::Blocked};
+
+}  // namespace
+
+void set_gemm_backend(GemmBackend backend) {
+  if (backend == GemmBackend::Blas && !have_blas())
+    throw std::invalid_argument(
+        "set_gemm_backend: backend blas is not available (this build has no BLAS; install "
+        "libopenblas-dev and reconfigure)");
+  current_backend.store(backend);
+}
+
+GemmBackend gemm_backend() {
+  return current_backend.load();
+}
+
+std::string_view to_string(GemmBackend backend) {
+  switch (backend) {
+    case GemmBackend::Naive:
+      return "naive";
+    case GemmBackend::Blocked:
+      return "blocked";
+    case GemmBackend::Blas:
+      return "blas";
+  }
+  return "unknown";
+}
+
+void gemm(const GemmArgs& args) {
+  const int64_t m = args.m, n = args.n, k = args.k;
+  if (m < 0 || n < 0 || k < 0)
+    throw std::invalid_argument(
+        fmt::format("gemm: sizes must not be negative (m = {}, n = {}, k = {})", m, n, k));
+  // A matrix with no elements is never read, so its pointer may be null.
+  const auto require = [&](const void* pointer, int64_t elements, const char* name) {
+    if (pointer == nullptr && elements > 0)
+      throw std::invalid_argument(
+          fmt::format("gemm: {} is null but holds {} elements (m = {}, n = {}, k = {})", name,
+                      elements, m, n, k));
+  };
+  require(args.a, m * k, "a");
+  require(args.b, k * n, "b");
+  require(args.c, m * n, "c");
+
+  switch (gemm_backend()) {
+    case GemmBackend::Naive:
+      return gemm_naive(args);
+    case GemmBackend::Blocked:
+      return gemm_blocked(args);
+    case GemmBackend::Blas:
+      return gemm_blas(args);
+  }
+}
+
+}  // namespace gf::kernels

@@ -1,0 +1,256 @@
+// Cache-blocked GEMM, C[M, N] (+)= op(A)[M, K] op(B)[K, N], at close to the CPU's peak in
+// portable C++ (no intrinsics). The scheme is the one BLIS and OpenBLAS use (Goto and van de
+// Geijn, "Anatomy of High-Performance Matrix Multiplication", ACM TOMS 34(3), 2008): copy
+// ("pack") blocks of A and B into the order the innermost loop reads them, and size each block
+// for one level of the memory hierarchy. gemm_naive.cpp is the definition it is tested against.
+//
+// Why block at all. gemm_naive loads two floats per multiply-add, and most of those loads miss
+// the caches. One core here does 2 vector FMAs per cycle, 32 multiply-adds on 16-float AVX-512
+// vectors, yet reads far fewer floats per cycle from L2, and fewer still from memory. The way
+// out is reuse: each float brought into a fast level is used many times before it leaves.
+// From the inside out, with this machine's sizes (AMD Zen 5: 32 vector registers of 16
+// floats, 48 KiB L1d and 1 MiB L2 per core):
+//
+//   registers  micro_kernel keeps an MR x NR = 8 x 32 tile of C in 16 vector registers for a
+//              whole block of K. Each step in k loads 32 floats of B (2 vectors) and 8 of A
+//              (broadcast one at a time) and does 16 FMAs: 512 multiply-adds for 40 loads.
+//              The 16 independent sums also hide the FMA latency (4 cycles x 2 units means 8
+//              FMAs must be in flight). MR = 8 divides the row counts the models use.
+//              (A CPU with 16 registers of 8 floats, AVX2, gets a 6 x 16 tile instead.)
+//   L1         the B sliver, KC x NR = 256 x 32 floats = 32 KiB, stays in L1 while the
+//              micro-kernel walks down the MC rows of the A block (the i loop is innermost);
+//              the A sliver, 8 x 256 floats = 8 KiB, streams through beside it.
+//   L2         the A block, MC x KC = 128 x 256 floats = 128 KiB, and the B panel, KC x NC =
+//              256 x 512 floats = 512 KiB, fit in L2 together: the A block serves all NC / NR
+//              = 16 slivers of the panel, and the panel serves every row block of the thread.
+//   memory     each block of C is read and written once per block of K, i.e. K / KC times.
+//
+// Packing stores a block sliver after sliver, each one k-major, whatever the trans flags were,
+// so the micro-kernel reads both operands with unit stride. It pads edge slivers with zeros:
+// the micro-kernel always computes a full tile and only its final store checks the bounds.
+// Packing copies MC KC + KC NC floats for every MC NC KC multiply-adds, about 1%.
+//
+// Threads. C is cut into one part per thread, along its rows (along its columns when C is
+// wide), in whole slivers, with a static schedule; each thread packs its own blocks. K is never
+// split, and the arithmetic for an element of C does not depend on where its tile lies, so the
+// result is bit-identical for any thread count. Below 2^19 multiply-adds (about 6 us on one
+// core) the calling thread works alone: waking the other thread would cost more than it saves.
+#include <algorithm>
+#include <cstddef>
+#include <new>
+
+#include "autograd/kernels/gemm.h"
+#include "autograd/kernels/parallel.h"
+
+namespace gf::kernels {
+namespace {
+
+// One Vec is one SIMD register of kLanes floats (GCC's vector extension: arithmetic on a Vec
+// is element-wise, and a float operand is broadcast to all lanes).
+#if defined(__AVX512F__)
+constexpr int64_t kLanes = 16, kRegisters = 32;  // zmm
+#elif defined(__AVX__)
+constexpr int64_t kLanes = 8, kRegisters = 16;  // ymm
+#else
+constexpr int64_t kLanes = 4, kRegisters = 16;  // xmm (SSE2, every x86-64 has it)
+#endif
+using Vec = float __attribute__((vector_size(kLanes * sizeof(float))));
+// The same register loaded from any float address: aligned like a float, and allowed to
+// alias floats.
+using UnalignedVec =
+    float __attribute__((vector_size(kLanes * sizeof(float)), aligned(4), may_alias));
+
+// The C tile is MR rows of NV registers. With AVX-512: 8 x 2 = 16 accumulators of the 32
+// registers; with 16 registers: 6 x 2 = 12, leaving 2 for B and 1 for the broadcast of A.
+constexpr int64_t NV = 2;
+constexpr int64_t MR = kRegisters == 32 ? 8 : 6;
+constexpr int64_t NR = NV * kLanes;    // 32 floats with AVX-512
+constexpr int64_t KC = 256;            // depth of a block: a B sliver (KC x NR) fills 2/3 of L1
+constexpr int64_t MC = 128 / MR * MR;  // rows of an A block (MC x KC), kept in L2
+constexpr int64_t NC = 512 / NR * NR;  // columns of a B panel (KC x NC), in L2 beside it
+static_assert(MC % MR == 0 && NC % NR == 0, "a block is made of whole slivers");
+constexpr int64_t kParallelWork = int64_t{1} << 19;  // multiply-adds worth a second thread
+
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+// Grow-only, 64-byte aligned (a cache line, an AVX-512 vector) scratch memory for packing.
+// One per thread and reused from call to call, so small products pay no allocation or page
+// faults; freed when its thread ends.
+class PackBuffer {
+ public:
+  PackBuffer() = default;
+  PackBuffer(const PackBuffer&) = delete;
+  PackBuffer& operator=(const PackBuffer&) = delete;
+  ~PackBuffer() { release(); }
+
+  float* get(int64_t count) {
+    const auto needed = static_cast<size_t>(count);
+    if (needed > capacity_) {
+      release();
+      data_ = static_cast<float*>(::operator new (needed * sizeof(float), std::align_val_t{64}));
+      capacity_ = needed;
+    }
+    return data_;
+  }
+
+ private:
+  void release() {
+    ::operator delete (data_, std::align_val_t{64});
+    data_ = nullptr;
+    capacity_ = 0;
+  }
+
+  float* data_ = nullptr;
+  size_t capacity_ = 0;
+};
+
+// A matrix seen through strides: element (r, c) is data[r * row_stride + c * col_stride].
+// This is how the transposes are absorbed: op(A) is a View of A, op(B)^T a View of B.
+struct View {
+  const float* data;
+  int64_t row_stride, col_stride;
+};
+
+// Packs rows [r0, r1) x columns [c0, c1) of v as slivers of W rows: sliver s holds rows
+// r0 + s W ... r0 + s W + W - 1, stored column after column (dst[c W + r]), zero past r1.
+// For op(A) the rows are M and the columns K; for op(B)^T the rows are N and the columns K.
+template <int64_t W>
+void pack_slivers(const View& v, int64_t r0, int64_t r1, int64_t c0, int64_t c1, float* dst) {
+  const int64_t cols = c1 - c0;
+  for (int64_t s0 = r0; s0 < r1; s0 += W, dst += cols * W) {
+    const int64_t rows = std::min(W, r1 - s0);
+    const float* src = v.data + s0 * v.row_stride + c0 * v.col_stride;
+    // Loop so that the source is read along its contiguous direction.
+    if (v.row_stride == 1) {
+      for (int64_t c = 0; c < cols; ++c) {
+        for (int64_t r = 0; r < rows; ++r) dst[c * W + r] = src[c * v.col_stride + r];
+        for (int64_t r = rows; r < W; ++r) dst[c * W + r] = 0.0f;
+      }
+    } else {
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c)
+          dst[c * W + r] = src[r * v.row_stride + c * v.col_stride];
+      for (int64_t r = rows; r < W; ++r)
+        for (int64_t c = 0; c < cols; ++c) dst[c * W + r] = 0.0f;
+    }
+  }
+}
+
+// C[0:mr, 0:nr] (+)= a b for one packed A sliver a [kc x MR] and B sliver b [kc x NR].
+// acc is MR x NV registers, updated kc times and stored once. The loops over i and v have
+// compile-time trip counts; GCC unrolls them fully (the pragmas make sure of it at -O2 too),
+// so acc never touches memory: each step in k is NV loads of B, MR broadcasts of A and
+// MR x NV fused multiply-adds (check with objdump -d: vbroadcastss, vfmadd231ps).
+//
+// Why Vec and not loops over floats for the compiler to vectorise: that version matches this
+// one with AVX-512 at -O3, but it is fragile. With AVX2, GCC unrolls the 16-float j loop
+// before it vectorises and the kernel drops from ~120 to 6 GFLOP/s; at -O2 acc stays in
+// memory. Writing the registers down as Vec leaves the compiler nothing to guess.
+inline void micro_kernel(int64_t kc, const float* __restrict a, const float* __restrict b,
+                         float* __restrict c, int64_t ldc, int64_t mr, int64_t nr, bool add) {
+  Vec acc[MR][NV] = {};
+  for (int64_t p = 0; p < kc; ++p, a += MR, b += NR) {
+    Vec b_row[NV];
+    for (int64_t v = 0; v < NV; ++v)
+      b_row[v] = *reinterpret_cast<const UnalignedVec*>(b + v * kLanes);
+#pragma GCC unroll 16
+    for (int64_t i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+      for (int64_t v = 0; v < NV; ++v) acc[i][v] += a[i] * b_row[v];
+  }
+  if (mr == MR && nr == NR) {  // a full tile: whole registers to and from C
+    for (int64_t i = 0; i < MR; ++i)
+      for (int64_t v = 0; v < NV; ++v) {
+        auto* c_iv = reinterpret_cast<UnalignedVec*>(c + i * ldc + v * kLanes);
+        *c_iv = add ? *c_iv + acc[i][v] : acc[i][v];
+      }
+    return;
+  }
+  for (int64_t i = 0; i < mr; ++i)  // an edge tile: only the part inside C
+    for (int64_t j = 0; j < nr; ++j) {
+      const float sum = acc[i][j / kLanes][j % kLanes];  // lane j % kLanes of a register
+      float& cij = c[i * ldc + j];
+      cij = add ? cij + sum : sum;
+    }
+}
+
+// A rectangle of C: rows [i0, i1), columns [j0, j1).
+struct Region {
+  int64_t i0, i1, j0, j1;
+};
+
+// One thread's part of C, with the loops of the scheme above, outermost first:
+// B panels (NC columns), blocks of K (KC), A blocks (MC rows), B slivers (NR), A slivers (MR).
+void compute_region(const GemmArgs& args, const View& op_a, const View& op_b_t, int64_t k_blocks,
+                    const Region& region) {
+  thread_local PackBuffer a_buffer, b_buffer;
+  const int64_t max_kc = ceil_div(args.k, k_blocks);
+  // Sized for the largest block this region needs, padded to whole slivers.
+  const int64_t a_rows = ceil_div(std::min(MC, region.i1 - region.i0), MR) * MR;
+  const int64_t b_cols = ceil_div(std::min(NC, region.j1 - region.j0), NR) * NR;
+  float* a_pack = a_buffer.get(a_rows * max_kc);
+  float* b_pack = b_buffer.get(b_cols * max_kc);
+
+  for (int64_t jc = region.j0; jc < region.j1; jc += NC) {
+    const int64_t jc_end = std::min(jc + NC, region.j1);
+    for (int64_t kb = 0; kb < k_blocks; ++kb) {
+      // Equal blocks of K (640 = 214 + 213 + 213, not 256 + 256 + 128), fixed by K alone.
+      const int64_t p0 = args.k * kb / k_blocks, p1 = args.k * (kb + 1) / k_blocks;
+      const int64_t kc = p1 - p0;
+      const bool add = args.accumulate || kb > 0;  // later blocks of K add to the partial sum
+      pack_slivers<NR>(op_b_t, jc, jc_end, p0, p1, b_pack);
+      for (int64_t ic = region.i0; ic < region.i1; ic += MC) {
+        const int64_t ic_end = std::min(ic + MC, region.i1);
+        pack_slivers<MR>(op_a, ic, ic_end, p0, p1, a_pack);
+        for (int64_t j = jc; j < jc_end; j += NR) {
+          const float* b_sliver = b_pack + (j - jc) * kc;
+          for (int64_t i = ic; i < ic_end; i += MR) {
+            const float* a_sliver = a_pack + (i - ic) * kc;
+            micro_kernel(kc, a_sliver, b_sliver, args.c + i * args.n + j, args.n,
+                         std::min(MR, ic_end - i), std::min(NR, jc_end - j), add);
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void gemm_blocked(const GemmArgs& args) {
+  const int64_t m = args.m, n = args.n, k = args.k;
+  if (m == 0 || n == 0) return;
+  if (k == 0) {  // an empty sum
+    if (!args.accumulate) std::fill(args.c, args.c + m * n, 0.0f);
+    return;
+  }
+  // op(A)[i, p] is a[i k + p], or a[p m + i] when A is stored transposed; likewise for B.
+  const View op_a = args.trans_a ? View{args.a, 1, m} : View{args.a, k, 1};
+  const View op_b_t = args.trans_b ? View{args.b, k, 1} : View{args.b, 1, n};
+  // As many blocks of K as KC requires, made equal, so no block is left nearly empty.
+  const int64_t k_blocks = ceil_div(k, KC);
+
+  const int threads = m * n * k >= kParallelWork ? num_threads() : 1;
+  const int64_t row_slivers = ceil_div(m, MR), col_slivers = ceil_div(n, NR);
+  const bool split_rows = row_slivers >= col_slivers;
+
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
+  for (int t = 0; t < threads; ++t) {
+    flush_denormals_on_this_thread();
+    // Part t gets slivers [S t / T, S (t + 1) / T): sizes differ by at most one sliver.
+    Region region{0, m, 0, n};
+    if (split_rows) {
+      region.i0 = MR * (row_slivers * t / threads);
+      region.i1 = std::min(m, MR * (row_slivers * (t + 1) / threads));
+    } else {
+      region.j0 = NR * (col_slivers * t / threads);
+      region.j1 = std::min(n, NR * (col_slivers * (t + 1) / threads));
+    }
+    if (region.i0 < region.i1 && region.j0 < region.j1)
+      compute_region(args, op_a, op_b_t, k_blocks, region);
+  }
+}
+
+}  // namespace gf::kernels
