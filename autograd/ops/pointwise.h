@@ -17,7 +17,7 @@ Tensor map(const Tensor& x, F f) {
   Tensor y = Tensor::empty(x.shape());
   const float* px = x.data();
   float* py = y.data();
-  kernels::parallel_for(x.numel(), 4, [&](int64_t begin, int64_t end) {
+  kernels::parallel_for(x.numel(), 1, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) py[i] = f(px[i]);
   });
   return y;
@@ -31,14 +31,14 @@ Tensor zip(const Shape& out, const Tensor& a, const Tensor& b, F f) {
   const float* pb = b.data();
   float* py = y.data();
   if (a.shape() == out && b.shape() == out) {  // the common case: no broadcasting
-    kernels::parallel_for(y.numel(), 4, [&](int64_t begin, int64_t end) {
+    kernels::parallel_for(y.numel(), 1, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) py[i] = f(pa[i], pb[i]);
     });
     return y;
   }
   if (a.shape() == out && b.numel() == 1) {
     const float s = pb[0];
-    kernels::parallel_for(y.numel(), 4, [&](int64_t begin, int64_t end) {
+    kernels::parallel_for(y.numel(), 1, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) py[i] = f(pa[i], s);
     });
     return y;
