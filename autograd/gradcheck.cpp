@@ -35,7 +35,7 @@ GradcheckResult gradcheck(const std::function<Tensor(const Tensors&)>& f, const 
                           const GradcheckOptions& options) {
   Tensors xs;
   for (const Tensor& x : inputs) {
-    Tensor leaf = x.detach();  // same numbers, fresh leaf: the caller's tensor keeps no grad
+    Tensor leaf = x.clone();  // a copy: the steps below never touch the caller's numbers
     leaf.set_requires_grad(true);
     xs.push_back(leaf);
   }

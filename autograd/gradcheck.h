@@ -37,8 +37,8 @@ struct GradcheckResult {
   std::string report;          // one line per failure: input, index, both values
 };
 
-// Every input is marked as requiring grad (the tensors are modified in place during the
-// check and restored). f must be deterministic: dropout needs a freshly seeded Rng per call.
+// The inputs are copied; the copies are marked as requiring grad and nudged one element at a
+// time. f must be deterministic: dropout needs a freshly seeded Rng per call.
 GradcheckResult gradcheck(const std::function<Tensor(const Tensors&)>& f, const Tensors& inputs,
                           const GradcheckOptions& options = {});
 

@@ -28,12 +28,6 @@ NoGrad::~NoGrad() {
   grad_mode_on = previous_;
 }
 
-bool needs_grad(std::initializer_list<const Tensor*> inputs) {
-  if (!grad_mode_on) return false;
-  return std::any_of(inputs.begin(), inputs.end(),
-                     [](const Tensor* x) { return x->defined() && x->requires_grad(); });
-}
-
 bool needs_grad(const std::vector<Tensor>& inputs) {
   if (!grad_mode_on) return false;
   return std::any_of(inputs.begin(), inputs.end(),
@@ -88,7 +82,9 @@ static std::vector<std::shared_ptr<Node>> topological_order(const std::shared_pt
   while (!stack.empty()) {
     auto& [node, next] = stack.back();
     if (next < node->inputs.size()) {
-      const std::shared_ptr<Node>& child = node->inputs[next++].impl()->grad_fn;
+      const Tensor& input = node->inputs[next++];
+      if (!input.defined()) continue;  // an optional input that was left out (a bias)
+      const std::shared_ptr<Node>& child = input.impl()->grad_fn;
       if (child && visited.insert(child.get()).second) stack.push_back({child, 0});
     } else {
       order.push_back(std::move(node));  // every producer of its inputs is already listed
@@ -112,15 +108,25 @@ int64_t count_nodes(const Tensor& root) {
 
 // ---- backward -------------------------------------------------------------------------
 
-// Sums gradients out of place: a backward function may hand the same tensor to two inputs
-// (add does), so adding into one of them in place would corrupt the other.
-static void accumulate(std::shared_ptr<detail::TensorImpl>& slot, const Tensor& g) {
-  if (!slot) {
-    // The first gradient is kept as is unless other handles share its numbers.
-    slot = g.impl()->storage.use_count() == 1 ? g.impl_ptr() : g.clone().impl_ptr();
-    return;
+// Adds g into a gradient slot, out of place: a backward function may hand the same tensor to
+// two inputs (add does), so adding into one of them in place would corrupt the other. A
+// leaf's gradient is handed to the user (and to optimizers and clipping, which change it in
+// place), so a leaf never keeps a tensor that anything else still refers to.
+static void accumulate(Tensor& slot, const Tensor& g, bool for_leaf) {
+  if (slot.defined()) {
+    slot = slot + g;
+  } else if (for_leaf && (g.impl_ptr().use_count() > 1 || g.impl()->storage.use_count() > 1)) {
+    slot = g.clone();
+  } else {
+    slot = g;
   }
-  slot = (Tensor(slot) + g).impl_ptr();
+}
+
+// Adds g into a leaf's grad().
+static void accumulate_leaf(detail::TensorImpl& leaf, const Tensor& g) {
+  Tensor slot(leaf.grad);
+  accumulate(slot, g, /*for_leaf=*/true);
+  leaf.grad = slot.impl_ptr();
 }
 
 void backward(const Tensor& root, const Tensor& seed) {
@@ -145,14 +151,18 @@ void backward(const Tensor& root, const Tensor& seed) {
   NoGrad no_grad;  // backward functions use ordinary ops; they must not record
   const std::shared_ptr<Node>& root_node = root.impl()->grad_fn;
   if (!root_node) {  // a leaf: its gradient is the seed itself
-    accumulate(root.impl()->grad, grad_root);
+    accumulate_leaf(*root.impl(), grad_root);
     return;
   }
-  if (!root_node->backward)
-    throw std::logic_error(
-        "backward: the graph has already been released (call backward once per forward pass)");
-
   const std::vector<std::shared_ptr<Node>> order = topological_order(root_node);
+  // Checked for every node before any gradient is written: a node below the root may have
+  // been released by an earlier backward() through a shared part of the graph.
+  for (const auto& node : order)
+    if (!node->backward)
+      throw std::logic_error(fmt::format(
+          "backward: the graph has already been released at \"{}\" (backward() frees the graph "
+          "it walks; compute the forward pass again, or sum the losses and call backward once)",
+          node->op));
   root_node->grad_output = grad_root;
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     Node& node = **it;
@@ -172,12 +182,10 @@ void backward(const Tensor& root, const Tensor& seed) {
               fmt::format("{} backward: gradient for input {} has shape {} but the input has "
                           "shape {}",
                           node.op, i, g.shape(), input.shape()));
-        if (Node* producer = input.impl()->grad_fn.get()) {
-          Tensor& slot = producer->grad_output;
-          slot = slot.defined() ? slot + g : g;
-        } else {
-          accumulate(input.impl()->grad, g);
-        }
+        if (Node* producer = input.impl()->grad_fn.get())
+          accumulate(producer->grad_output, g, /*for_leaf=*/false);
+        else
+          accumulate_leaf(*input.impl(), g);
       }
     }
     // Release: the closure's captured tensors and the inputs are freed now, not when the

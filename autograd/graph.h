@@ -53,7 +53,6 @@ class NoGrad {
 };
 
 // True when an op with these inputs must record: grad mode is on and one input requires grad.
-bool needs_grad(std::initializer_list<const Tensor*> inputs);
 bool needs_grad(const std::vector<Tensor>& inputs);
 
 // Attaches a node to y (which must be freshly made by the op) and marks y as requiring grad.

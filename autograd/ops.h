@@ -80,6 +80,12 @@ Tensor max(const Tensor& x, int axis, bool keepdim = false);
 // Throws ShapeError when the inner dimensions differ or the batch dimensions do not broadcast.
 Tensor matmul(const Tensor& a, const Tensor& b);
 
+// A fully connected layer, fused: y = x W^T + b. x [..., I], weight [O, I] (PyTorch's layout),
+// bias [O] or undefined for none. One GEMM that reads W transposed in place, so neither the
+// forward nor the backward ever copies W. (The composite matmul(x, transpose(w, 0, 1)) + b
+// gives the same numbers; a test checks it.)
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = {});
+
 // ---- Shapes (ops/shape.cpp) -----------------------------------------------------------
 
 // Same numbers, new shape; one dimension may be -1 (inferred). Shares storage.

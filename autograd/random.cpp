@@ -1,5 +1,7 @@
 #include "autograd/random.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <numbers>
 #include <stdexcept>
@@ -52,7 +54,7 @@ float Rng::normal() {
 
 // Rejection sampling: drop the top sliver of 64-bit values that would favour small results.
 int64_t Rng::below(int64_t n) {
-  if (n <= 0) throw std::invalid_argument("Rng::below: n must be positive");
+  if (n <= 0) throw std::invalid_argument(fmt::format("Rng::below: n must be positive, got {}", n));
   const uint64_t range = static_cast<uint64_t>(n);
   const uint64_t limit = UINT64_MAX - UINT64_MAX % range;
   uint64_t x = next_u64();

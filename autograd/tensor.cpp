@@ -45,7 +45,7 @@ std::string to_string(const Shape& shape) {
 }
 
 int normalize_axis(const char* op, int axis, int rank) {
-  if (axis < -rank || axis >= std::max(rank, 1))
+  if (axis < -rank || axis >= rank)
     throw IndexError(
         fmt::format("{}: axis {} is out of range for a tensor of rank {}", op, axis, rank));
   return axis < 0 ? axis + rank : axis;
@@ -111,7 +111,9 @@ Tensor Tensor::uniform(const Shape& shape, Rng& rng, float low, float high) {
 }
 
 static detail::TensorImpl& checked(const std::shared_ptr<detail::TensorImpl>& impl) {
-  if (!impl) throw std::logic_error("tensor: use of an undefined tensor");
+  if (!impl)
+    throw std::invalid_argument(
+        "tensor: an undefined (default-constructed) Tensor was used where a value is needed");
   return *impl;
 }
 
@@ -198,6 +200,7 @@ Tensor Tensor::clone() const {
 }
 
 Tensor Tensor::view(const Shape& new_shape) const {
+  check_dims("view", new_shape);
   if (new_shape.numel() != numel())
     throw ShapeError(fmt::format("view: cannot view {} ({} elements) as {} ({} elements)", shape(),
                                  numel(), new_shape, new_shape.numel()));

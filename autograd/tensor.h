@@ -130,7 +130,7 @@ class IndexTensor {
 
   bool defined() const { return data_ != nullptr; }
   const Shape& shape() const { return shape_; }
-  int64_t numel() const { return shape_.numel(); }
+  int64_t numel() const { return defined() ? shape_.numel() : 0; }
   const int32_t* data() const { return data_.get(); }
   int32_t* data() { return data_.get(); }
   int32_t at(std::initializer_list<int64_t> index) const;

@@ -10,26 +10,26 @@
 
 namespace gf::kernels {
 
-inline constexpr int kLanes = 16;
+inline constexpr int kPartialSums = 16;
 
 inline float sum(const float* x, int64_t n) {
-  float partial[kLanes] = {};
+  float partial[kPartialSums] = {};
   int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int l = 0; l < kLanes; ++l) partial[l] += x[i + l];
+  for (; i + kPartialSums <= n; i += kPartialSums)
+    for (int l = 0; l < kPartialSums; ++l) partial[l] += x[i + l];
   float total = 0.0f;
-  for (int l = 0; l < kLanes; ++l) total += partial[l];
+  for (int l = 0; l < kPartialSums; ++l) total += partial[l];
   for (; i < n; ++i) total += x[i];
   return total;
 }
 
 inline float dot(const float* x, const float* y, int64_t n) {
-  float partial[kLanes] = {};
+  float partial[kPartialSums] = {};
   int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int l = 0; l < kLanes; ++l) partial[l] += x[i + l] * y[i + l];
+  for (; i + kPartialSums <= n; i += kPartialSums)
+    for (int l = 0; l < kPartialSums; ++l) partial[l] += x[i + l] * y[i + l];
   float total = 0.0f;
-  for (int l = 0; l < kLanes; ++l) total += partial[l];
+  for (int l = 0; l < kPartialSums; ++l) total += partial[l];
   for (; i < n; ++i) total += x[i] * y[i];
   return total;
 }

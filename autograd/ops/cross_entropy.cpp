@@ -22,6 +22,7 @@ namespace gf {
 
 Tensor cross_entropy(const Tensor& logits, const IndexTensor& targets,
                      const CrossEntropyOptions& options) {
+  if (!targets.defined()) throw std::invalid_argument("cross_entropy: the targets are undefined");
   if (logits.rank() < 1)
     throw ShapeError("cross_entropy: logits must have a class dimension, got []");
   Shape expected =

@@ -18,6 +18,7 @@ namespace gf {
 Tensor embedding(const Tensor& weight, const IndexTensor& ids) {
   if (weight.rank() != 2)
     throw ShapeError(fmt::format("embedding: weight must be [V, D], got {}", weight.shape()));
+  if (!ids.defined()) throw std::invalid_argument("embedding: the ids are undefined");
   const int64_t vocab = weight.shape()[0], d = weight.shape()[1];
   const int32_t* id = ids.data();
   for (int64_t p = 0; p < ids.numel(); ++p)
@@ -58,8 +59,14 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, float value) {
 // where: y = a where condition != 0, else b (all three broadcast together).
 //   dL/da = sum_to(grad where condition, shape(a)),  dL/db = sum_to(grad elsewhere, shape(b))
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
-  const Shape out =
-      broadcast_shapes("where", broadcast_shapes("where", condition.shape(), a.shape()), b.shape());
+  Shape out;
+  try {
+    out = broadcast_shapes("where", broadcast_shapes("where", condition.shape(), a.shape()),
+                           b.shape());
+  } catch (const ShapeError&) {
+    throw ShapeError(fmt::format("where: condition {}, a {} and b {} do not broadcast together",
+                                 condition.shape(), a.shape(), b.shape()));
+  }
   Tensor y = Tensor::empty(out);
   const float* pc = condition.data();
   const float* pa = a.data();

@@ -9,6 +9,7 @@
 // the GEMM reads B (or A) transposed in place.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "autograd/errors.h"
@@ -85,7 +86,7 @@ std::vector<int64_t> iota(int64_t n) {
   return v;
 }
 
-bool all_distinct_and_full(const std::vector<int64_t>& index, int64_t count) {
+bool is_identity(const std::vector<int64_t>& index, int64_t count) {
   if (static_cast<int64_t>(index.size()) != count) return false;
   for (int64_t i = 0; i < count; ++i)
     if (index[static_cast<size_t>(i)] != i) return false;
@@ -121,10 +122,9 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 
   if (batch_b.numel() == 1 && batch == batch_a) {
     // [..., M, K] @ [K, N]: every batch row shares B, so fold the batch into M (one big GEMM).
-    kernels::gemm(
-        {.m = batch.numel() * m, .n = n, .k = k, .a = a.data(), .b = b.data(), .c = y.data()});
-    record(y, "matmul", {a, b}, [a, b, n, k](const Tensor& grad_y) {
-      const int64_t rows = a.numel() / k;
+    const int64_t rows = batch.numel() * m;
+    kernels::gemm({.m = rows, .n = n, .k = k, .a = a.data(), .b = b.data(), .c = y.data()});
+    record(y, "matmul", {a, b}, [a, b, rows, n, k](const Tensor& grad_y) {
       Tensor grad_a, grad_b;  // left undefined for an input that needs no gradient
       if (a.requires_grad()) {
         // dA [rows, K] = dC [rows, N] B^T
@@ -161,8 +161,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   record(y, "matmul", {a, b}, [a, b, plan, m, n, k](const Tensor& grad_y) {
     const int64_t entries = plan.batch.numel();
     const std::vector<int64_t> g_index = iota(entries);
-    const bool a_unique = all_distinct_and_full(plan.a_index, batch_of(a.shape()).numel());
-    const bool b_unique = all_distinct_and_full(plan.b_index, batch_of(b.shape()).numel());
+    const bool a_unique = is_identity(plan.a_index, batch_of(a.shape()).numel());
+    const bool b_unique = is_identity(plan.b_index, batch_of(b.shape()).numel());
     Tensor grad_a, grad_b;  // left undefined for an input that needs no gradient
     if (a.requires_grad()) {
       // dA[e] = dC[e] B[e]^T, written to A's matrix of entry e (summed where A was repeated)
@@ -189,6 +189,63 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
                    entries, plan.a_index, g_index, plan.b_index, b_unique);
     }
     return Grads{grad_a, grad_b};
+  });
+  return y;
+}
+
+// linear: y = x W^T + b, with x viewed as [R, I] (R = all leading dimensions together).
+//   dL/dx [R, I] = dL/dy [R, O] W [O, I]
+//   dL/dW [O, I] = dL/dy^T [O, R] x [R, I]     (summed over all R rows)
+//   dL/db [O]    = sum over rows of dL/dy
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  if (weight.rank() != 2)
+    throw ShapeError(fmt::format("linear: weight must be [out, in], got {}", weight.shape()));
+  const int64_t out = weight.shape()[0], in = weight.shape()[1];
+  if (x.rank() < 1 || x.shape().back() != in)
+    throw ShapeError(fmt::format("linear: input {} does not end in the weight's {} inputs ({})",
+                                 x.shape(), in, weight.shape()));
+  if (bias.defined() && !(bias.shape() == Shape{out}))
+    throw ShapeError(
+        fmt::format("linear: bias {} does not match the weight's {} outputs", bias.shape(), out));
+  const int64_t rows = x.numel() / std::max<int64_t>(in, 1);
+  Shape y_shape = x.shape();
+  y_shape[y_shape.rank() - 1] = out;
+  Tensor y = Tensor::empty(y_shape);
+  float* py = y.data();
+  if (bias.defined()) {  // start C from the bias in every row, then accumulate x W^T onto it
+    for (int64_t r = 0; r < rows; ++r) std::copy_n(bias.data(), out, py + r * out);
+  }
+  kernels::gemm({.trans_b = true,
+                 .m = rows,
+                 .n = out,
+                 .k = in,
+                 .a = x.data(),
+                 .b = weight.data(),
+                 .c = py,
+                 .accumulate = bias.defined()});
+  record(y, "linear", {x, weight, bias}, [x, weight, bias, rows, in, out](const Tensor& grad_y) {
+    Tensor grad_x, grad_w, grad_b;
+    if (x.requires_grad()) {
+      grad_x = Tensor::empty(x.shape());
+      kernels::gemm({.m = rows,
+                     .n = in,
+                     .k = out,
+                     .a = grad_y.data(),
+                     .b = weight.data(),
+                     .c = grad_x.data()});
+    }
+    if (weight.requires_grad()) {
+      grad_w = Tensor::empty(weight.shape());
+      kernels::gemm({.trans_a = true,
+                     .m = out,
+                     .n = in,
+                     .k = rows,
+                     .a = grad_y.data(),
+                     .b = x.data(),
+                     .c = grad_w.data()});
+    }
+    if (bias.defined() && bias.requires_grad()) grad_b = sum_to(grad_y, bias.shape());
+    return Grads{grad_x, grad_w, grad_b};
   });
   return y;
 }

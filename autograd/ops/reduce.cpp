@@ -77,7 +77,9 @@ Tensor sum(const Tensor& x, int axis, bool keepdim) {
 }
 
 Tensor mean(const Tensor& x, int axis, bool keepdim) {
-  const int64_t n = x.rank() > 0 ? x.dim(axis) : 1;
+  if (x.rank() == 0) throw ShapeError("mean: cannot reduce a scalar over an axis");
+  const int64_t n = x.shape()[normalize_axis("mean", axis, x.rank())];
+  if (n == 0) throw ShapeError(fmt::format("mean: axis {} of {} is empty", axis, x.shape()));
   return sum(x, axis, keepdim) * (1.0f / static_cast<float>(n));
 }
 

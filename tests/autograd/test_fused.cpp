@@ -43,7 +43,7 @@ TEST_CASE("softmax of large inputs does not overflow", "[autograd][softmax]") {
   CHECK(l.at({1}) == 0.0f);
 }
 
-TEST_CASE("softmax rows sum to one; a fully masked row gives zeros, not NaN",
+TEST_CASE("softmax rows sum to one, a fully masked row gives zeros, not NaN",
           "[autograd][softmax]") {
   const float inf = std::numeric_limits<float>::infinity();
   const Tensor y = softmax(Tensor::from({2, 3}, {0.5f, -1.0f, 2.0f, -inf, -inf, -inf}));

@@ -100,6 +100,8 @@ const std::vector<OpCase> op_cases = {
     {"matmul (broadcast)",
      [](const Tensors& x) { return matmul(x[0], x[1]); },
      {{2, 1, 3, 4}, {3, 4, 2}}},
+    {"linear", [](const Tensors& x) { return linear(x[0], x[1], x[2]); }, {{2, 3, 4}, {5, 4}, {5}}},
+    {"linear (no bias)", [](const Tensors& x) { return linear(x[0], x[1]); }, {{3, 4}, {2, 4}}},
     // shapes
     {"reshape",
      [](const Tensors& x) {
@@ -244,4 +246,11 @@ TEST_CASE("every op recorded by a small model step has a gradcheck row", "[autog
   loss.backward();
   CHECK(embed.grad().defined());
   CHECK(gain.grad().defined());
+}
+
+TEST_CASE("gradcheck leaves the caller's tensors unchanged", "[autograd][gradcheck]") {
+  const Tensor x = Tensor::from({2}, {1.0f, 2.0f});
+  gradcheck([](const Tensors& v) { return exp(v[0]); }, {x});
+  CHECK(x.to_vector() == std::vector<float>{1.0f, 2.0f});
+  CHECK_FALSE(x.requires_grad());
 }

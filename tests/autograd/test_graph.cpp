@@ -117,3 +117,31 @@ TEST_CASE("a deep graph that is never differentiated is freed without recursion"
   y = Tensor();  // drops 300000 nodes
   CHECK(x.requires_grad());
 }
+
+TEST_CASE("backward through a graph released by an earlier backward is refused cleanly",
+          "[autograd][graph]") {
+  Tensor x = Tensor::from({2}, {1, 2}).set_requires_grad();
+  Tensor w = Tensor::from({2}, {3, 4}).set_requires_grad();
+  const Tensor h = exp(x);
+  sum(h).backward();  // releases exp's node
+  const Tensor again = sum(h * w);
+  REQUIRE_THROWS_WITH(again.backward(), Contains("already been released at \"exp\""));
+  CHECK_FALSE(w.grad().defined());  // nothing was written before the refusal
+}
+
+TEST_CASE("leaves never share a gradient tensor with each other or with the seed",
+          "[autograd][graph]") {
+  Tensor a = Tensor::ones({3}).set_requires_grad();
+  Tensor b = Tensor::ones({3}).set_requires_grad();
+  const Tensor seed = Tensor::full({3}, 2.0f);
+  (a + b).backward(seed);
+  CHECK(a.grad().data() != b.grad().data());
+  CHECK(a.grad().data() != seed.data());
+  a.grad().data()[0] = 100.0f;  // as clipping or an optimizer might do
+  CHECK(b.grad().at({0}) == 2.0f);
+  CHECK(seed.at({0}) == 2.0f);
+  Tensor leaf = Tensor::ones({2}).set_requires_grad();
+  const Tensor leaf_seed = Tensor::full({2}, 3.0f);
+  leaf.backward(leaf_seed);
+  CHECK(leaf.grad().data() != leaf_seed.data());
+}

@@ -191,3 +191,42 @@ TEST_CASE("a refused op leaves its inputs and the tape unchanged", "[autograd][e
   sum(h).backward();
   CHECK(a.grad().to_vector() == V(6, 2.0f));
 }
+
+TEST_CASE("linear equals the composite x W^T + b and checks its shapes", "[autograd][matmul]") {
+  Rng rng(2);
+  const Tensor x = Tensor::randn({2, 3, 4}, rng), w = Tensor::randn({5, 4}, rng),
+               b = Tensor::randn({5}, rng);
+  const Tensor fused = linear(x, w, b), composite = matmul(x, transpose(w, 0, 1)) + b;
+  REQUIRE(fused.shape() == Shape{2, 3, 5});
+  for (int64_t i = 0; i < fused.numel(); ++i)
+    CHECK(fused.data()[i] == Approx(composite.data()[i]).margin(1e-5));
+  CHECK(linear(x, w).at({1, 2, 3}) == Approx(composite.at({1, 2, 3}) - b.at({3})).margin(1e-5));
+  REQUIRE_THROWS_WITH(
+      linear(x, Tensor::ones({5, 3})),
+      Contains("linear: input [2, 3, 4] does not end in the weight's 3 inputs ([5, 3])"));
+  REQUIRE_THROWS_WITH(linear(x, w, Tensor::ones({4})),
+                      Contains("linear: bias [4] does not match the weight's 5 outputs"));
+}
+
+TEST_CASE("edge cases: empty inner dimension, scalars, undefined inputs", "[autograd][errors]") {
+  Tensor a = Tensor::zeros({2, 3, 0}).set_requires_grad();
+  Tensor b = Tensor::zeros({0, 2}).set_requires_grad();
+  const Tensor c = matmul(a, b);  // an empty sum: zeros
+  CHECK(c.to_vector() == V(12, 0.0f));
+  sum(c).backward();
+  CHECK(a.grad().shape() == Shape{2, 3, 0});
+  REQUIRE_THROWS_WITH(transpose(Tensor::scalar(1.0f), 0, 0),
+                      Contains("transpose: axis 0 is out of range for a tensor of rank 0"));
+  REQUIRE_THROWS_WITH(Tensor::scalar(1.0f).dim(0), Contains("axis 0 is out of range"));
+  REQUIRE_THROWS_WITH(embedding(Tensor::ones({3, 2}), IndexTensor{}),
+                      Contains("embedding: the ids are undefined"));
+  REQUIRE_THROWS_WITH(cross_entropy(Tensor::ones({3}), IndexTensor{}),
+                      Contains("cross_entropy: the targets are undefined"));
+  REQUIRE_THROWS_WITH(Tensor() + Tensor::ones({2}),
+                      Contains("undefined (default-constructed) Tensor"));
+  REQUIRE_THROWS_WITH(mean(Tensor::zeros({2, 0}), 1), Contains("mean: axis 1 of [2, 0] is empty"));
+  REQUIRE_THROWS_WITH(mean(Tensor::scalar(1.0f), 0), Contains("mean: cannot reduce a scalar"));
+  REQUIRE_THROWS_WITH(where(Tensor::ones({2}), Tensor::ones({3}), Tensor::ones({1})),
+                      Contains("where: condition [2], a [3] and b [1] do not broadcast together"));
+  REQUIRE_THROWS_WITH(Tensor::ones({2}).view({-2, -1}), Contains("view: negative dimension"));
+}

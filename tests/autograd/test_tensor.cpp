@@ -35,7 +35,7 @@ TEST_CASE("factories fill values and check shapes", "[autograd][tensor]") {
   REQUIRE_THROWS_WITH(t.dim(2), Contains("axis 2 is out of range for a tensor of rank 2"));
 }
 
-TEST_CASE("a handle shares storage; clone and detach behave as documented", "[autograd][tensor]") {
+TEST_CASE("a handle shares storage, clone and detach behave as documented", "[autograd][tensor]") {
   Tensor a = Tensor::zeros({2, 3});
   Tensor b = a;  // same storage
   b.data()[0] = 7.0f;

@@ -93,3 +93,22 @@ TEST_CASE("every lesson README excerpt matches its main.cpp", "[lessons][snippet
   CHECK(lessons >= 1);
   CHECK(excerpts >= lessons);  // every lesson shows at least one excerpt of its code
 }
+
+// CTest registers each TEST_CASE by name, and CMake's lists split on ';' except inside square
+// brackets: a name with either would merge every later test into one entry. Guard it here.
+TEST_CASE("no test name contains a semicolon or a square bracket", "[lessons][meta]") {
+  int files = 0;
+  for (const auto& entry :
+       fs::recursive_directory_iterator(fs::path(GRADFORMER_SOURCE_DIR) / "tests")) {
+    if (entry.path().extension() != ".cpp") continue;
+    ++files;
+    for (const std::string& line : read_lines(entry.path())) {
+      const auto at = line.find("TEST_CASE(\"");
+      if (at == std::string::npos) continue;
+      const auto end = line.find('"', at + 11);
+      INFO(entry.path().filename().string() << ": " << line);
+      CHECK(line.substr(at + 11, end - at - 11).find_first_of(";[]") == std::string::npos);
+    }
+  }
+  CHECK(files > 10);
+}

@@ -1,0 +1,99 @@
+#include "cli/common.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+#include <stdexcept>
+
+#include "nn/checkpoint.h"
+#include "nn/safetensors.h"
+
+namespace gf::cli {
+
+std::unique_ptr<Transformer> load_model(const std::string& path) {
+  // The configuration first, from the header, so that the model has the file's shapes.
+  const nn::SafetensorsFile file = nn::load_safetensors(path);
+  const TransformerConfig config = TransformerConfig::from_metadata(file.metadata, path);
+  Rng rng(0);  // the initial values are overwritten by the checkpoint's
+  auto model = std::make_unique<Transformer>(config, rng);
+  nn::load_checkpoint(path, *model);
+  return model;
+}
+
+void save_model(const std::string& path, const Transformer& model) {
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent);
+  nn::save_checkpoint(path, model, model.config.to_metadata());
+}
+
+std::vector<int32_t> parse_ids(const std::string& text, const std::string& what) {
+  std::istringstream in(text);
+  std::vector<int32_t> ids;
+  std::string word;
+  while (in >> word) {
+    size_t used = 0;
+    long long value = -1;
+    try {
+      value = std::stoll(word, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != word.size() || value < 0 || value > INT32_MAX)
+      throw std::invalid_argument(
+          fmt::format("{}: \"{}\" is not a token id (expected non-negative integers)", what, word));
+    ids.push_back(static_cast<int32_t>(value));
+  }
+  if (ids.empty()) throw std::invalid_argument(fmt::format("{}: no token ids given", what));
+  return ids;
+}
+
+std::string token_label(int32_t id, const TransformerConfig& config) {
+  if (id == config.pad_id) return "<pad>";
+  if (id == config.bos_id) return "<s>";
+  if (id == config.eos_id) return "</s>";
+  if (id == 3) return "<unk>";
+  return std::to_string(id);
+}
+
+std::string beside(const std::string& path, const std::string& suffix) {
+  return std::filesystem::path(path).replace_extension().string() + suffix;
+}
+
+Progress::Progress(int64_t total)
+    : total_(total),
+      terminal_(isatty(fileno(stderr)) != 0),
+      start_(std::chrono::steady_clock::now()),
+      last_draw_(start_) {}
+
+void Progress::update(int64_t done, const std::string& status) {
+  const auto now = std::chrono::steady_clock::now();
+  const double elapsed = std::chrono::duration<double>(now - start_).count();
+  if (terminal_) {
+    if (done < total_ && now - last_draw_ < std::chrono::milliseconds(100)) return;
+    last_draw_ = now;
+    constexpr int kWidth = 28;
+    const auto filled = static_cast<int>(kWidth * done / std::max<int64_t>(total_, 1));
+    const double eta =
+        done > 0 ? elapsed * static_cast<double>(total_ - done) / static_cast<double>(done) : 0.0;
+    fmt::print(stderr, "\r[{:=<{}}{:<{}}] {}/{} {} {:.0f}s left  ", "", filled, ">",
+               kWidth - filled, done, total_, status, eta);
+    std::fflush(stderr);
+  } else {
+    const int64_t tenth = done * 10 / std::max<int64_t>(total_, 1);
+    if (tenth == last_logged_) return;
+    last_logged_ = tenth;
+    fmt::print(stderr, "{}/{} {} ({:.1f}s)\n", done, total_, status, elapsed);
+  }
+}
+
+void Progress::finish(const std::string& status) {
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  if (terminal_) fmt::print(stderr, "\r{:<100}\r", "");
+  fmt::print(stderr, "{} steps in {:.1f}s: {}\n", total_, elapsed, status);
+}
+
+}  // namespace gf::cli

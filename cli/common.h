@@ -1,0 +1,43 @@
+// Pieces the subcommands share: loading and saving a model with its configuration, reading
+// id lists from the command line, labels for token ids, and the progress bar.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "models/transformer.h"
+
+namespace gf::cli {
+
+// A model rebuilt from a checkpoint: the configuration from its metadata, then the weights.
+std::unique_ptr<Transformer> load_model(const std::string& path);
+void save_model(const std::string& path, const Transformer& model);
+
+// "5 6 7 2" -> {5, 6, 7, 2}. Throws std::invalid_argument naming `what` for anything else.
+std::vector<int32_t> parse_ids(const std::string& text, const std::string& what);
+
+// How a token id is shown in pictures: <pad>, <s>, </s>, <unk>, or the number.
+std::string token_label(int32_t id, const TransformerConfig& config);
+
+// path with its extension replaced: ("runs/copy.safetensors", ".loss.png") -> "runs/copy.loss.png"
+std::string beside(const std::string& path, const std::string& suffix);
+
+// A one-line progress bar on stderr, redrawn at most ten times a second when stderr is a
+// terminal, and a plain line every tenth of the run otherwise (logs stay readable).
+class Progress {
+ public:
+  explicit Progress(int64_t total);
+  void update(int64_t done, const std::string& status);
+  void finish(const std::string& status);
+
+ private:
+  int64_t total_;
+  bool terminal_;
+  std::chrono::steady_clock::time_point start_, last_draw_;
+  int64_t last_logged_ = -1;
+};
+
+}  // namespace gf::cli

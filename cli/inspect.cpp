@@ -1,0 +1,151 @@
+// `transformer score | decode | attention`: using a trained checkpoint.
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <iostream>
+
+#include "autograd/graph.h"
+#include "autograd/ops.h"
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "data/batch.h"
+#include "data/pairs_file.h"
+#include "models/decode.h"
+#include "nn/attention.h"
+#include "viz/heatmap.h"
+
+namespace gf::cli {
+
+// For each pair: -sum_t log P(tgt[t+1] | src, tgt[0..t]), the negative log-likelihood of the
+// target under the model, in nats. Dropout off, no smoothing: the model's own probabilities.
+int run_score(const ScoreOptions& o) {
+  auto model = load_model(o.ckpt);
+  const data::PairsFile file = data::read_pairs(o.pairs);
+  data::check_ids(file, static_cast<int32_t>(model->config.vocab_size));
+  model->eval();
+  NoGrad no_grad;
+  for (const data::Pair& pair : file.pairs) {
+    const data::Batch batch = data::make_batch(std::span<const data::Pair>(&pair, 1));
+    const Tensor log_probs = log_softmax(model->forward(batch.src, batch.tgt_in));  // [1, T, V]
+    const int64_t t_len = batch.tgt_out.numel(), v = model->config.vocab_size;
+    double nll = 0.0;
+    for (int64_t t = 0; t < t_len; ++t)
+      nll -= static_cast<double>(log_probs.data()[t * v + batch.tgt_out.data()[t]]);
+    fmt::print("{:.6f}\n", nll);
+  }
+  return 0;
+}
+
+// Source ids on stdin, one sequence per line; output ids on stdout, without bos and eos.
+int run_decode(const DecodeOptions& o) {
+  auto model = load_model(o.ckpt);
+  const data::IdLines lines = data::read_id_lines(std::cin);
+  data::check_ids(lines, static_cast<int32_t>(model->config.vocab_size));
+  for (const std::vector<int32_t>& sequence : lines.sequences) {
+    const IndexTensor src = IndexTensor::from({1, static_cast<int64_t>(sequence.size())}, sequence);
+    const std::vector<TokenIds> out =
+        o.beam > 1 ? beam_search(
+                         *model, src,
+                         {.beam = o.beam, .length_penalty = o.length_penalty, .max_len = o.max_len})
+                   : greedy_decode(*model, src, {.max_len = o.max_len});
+    fmt::print("{}\n", fmt::join(out[0], " "));
+  }
+  return 0;
+}
+
+namespace {
+
+struct Kind {
+  AttentionKind kind;
+  const char* file;   // file name stem
+  const char* title;  // for pictures
+};
+
+}  // namespace
+
+// Heatmaps of every head of every layer for the three uses of attention (§3.2.3): rows are
+// queries, columns keys, each labelled with its token.
+int run_attention(const AttentionOptions& o) {
+  auto model = load_model(o.ckpt);
+  const TransformerConfig& c = model->config;
+  std::vector<int32_t> src = parse_ids(o.src, "--src");
+  std::vector<int32_t> tgt;
+  if (!o.tgt.empty()) {
+    tgt = parse_ids(o.tgt, "--tgt");
+    if (tgt.front() != c.bos_id) tgt.insert(tgt.begin(), c.bos_id);
+  } else {  // the model's own translation: bos + greedy output + eos
+    const IndexTensor ids = IndexTensor::from({1, static_cast<int64_t>(src.size())}, src);
+    tgt = {c.bos_id};
+    const std::vector<TokenIds> decoded = greedy_decode(*model, ids);
+    tgt.insert(tgt.end(), decoded[0].begin(), decoded[0].end());
+    tgt.push_back(c.eos_id);
+  }
+  for (int32_t id : src)
+    if (id >= c.vocab_size)
+      throw std::invalid_argument(
+          fmt::format("--src: token id {} is out of range [0, {})", id, c.vocab_size));
+  for (int32_t id : tgt)
+    if (id >= c.vocab_size)
+      throw std::invalid_argument(
+          fmt::format("--tgt: token id {} is out of range [0, {})", id, c.vocab_size));
+
+  model->eval();
+  model->record_attention(true);
+  {
+    NoGrad no_grad;
+    // The decoder reads tgt[:-1]: position i predicts tgt[i+1].
+    const std::vector<int32_t> tgt_in(tgt.begin(), tgt.end() - (tgt.size() > 1 ? 1 : 0));
+    model->forward(IndexTensor::from({1, static_cast<int64_t>(src.size())}, src),
+                   IndexTensor::from({1, static_cast<int64_t>(tgt_in.size())}, tgt_in));
+    tgt = tgt_in;
+  }
+  auto labels = [&](const std::vector<int32_t>& ids) {
+    std::vector<std::string> out;
+    for (int32_t id : ids) out.push_back(token_label(id, c));
+    return out;
+  };
+  const std::vector<std::string> src_labels = labels(src), tgt_labels = labels(tgt);
+  std::filesystem::create_directories(o.out);
+  int written = 0;
+  for (const Kind& k : {Kind{AttentionKind::EncoderSelf, "encoder_self", "encoder self-attention"},
+                        Kind{AttentionKind::DecoderSelf, "decoder_self", "decoder self-attention"},
+                        Kind{AttentionKind::Cross, "cross", "cross-attention"}}) {
+    const bool queries_from_target = k.kind != AttentionKind::EncoderSelf;
+    const bool keys_from_target = k.kind == AttentionKind::DecoderSelf;
+    std::vector<viz::Image> panels;
+    const std::vector<Tensor> maps = model->attention(k.kind);
+    for (size_t layer = 0; layer < maps.size(); ++layer) {
+      const Tensor& probs = maps[layer];  // [1, H, T, S]
+      for (int64_t head = 0; head < probs.dim(1); ++head) {
+        const Tensor matrix =
+            reshape(slice(probs, 1, head, head + 1), {probs.dim(2), probs.dim(3)});
+        const viz::HeatmapOptions options{
+            .title = fmt::format("{}, layer {}, head {}", k.title, layer + 1, head + 1),
+            .row_labels = queries_from_target ? tgt_labels : src_labels,
+            .col_labels = keys_from_target ? tgt_labels : src_labels,
+            .row_axis = queries_from_target ? "target (query)" : "source (query)",
+            .col_axis = keys_from_target ? "target (key)" : "source (key)",
+            .value_label = "attention weight"};
+        viz::Image image = viz::heatmap(matrix, options);
+        viz::write_png(image,
+                       fmt::format("{}/{}_layer{}_head{}.png", o.out, k.file, layer + 1, head + 1));
+        ++written;
+        panels.push_back(
+            viz::heatmap(matrix, {.title = fmt::format("layer {}, head {}", layer + 1, head + 1),
+                                  .row_labels = options.row_labels,
+                                  .col_labels = options.col_labels,
+                                  .row_axis = options.row_axis,
+                                  .col_axis = options.col_axis,
+                                  .colour_bar = false}));
+      }
+    }
+    viz::write_png(
+        viz::grid(panels, c.heads, fmt::format("{}: layers (rows) x heads (columns)", k.title)),
+        fmt::format("{}/{}_grid.png", o.out, k.file));
+    ++written;
+  }
+  fmt::print("wrote {} images to {}\n", written, o.out);
+  return 0;
+}
+
+}  // namespace gf::cli

@@ -1,0 +1,110 @@
+// transformer: train the paper's model on a toy task, then score, decode and look inside it.
+//
+//   transformer train --task copy --steps 600 --save out/copy.safetensors
+//   echo "5 6 7 8 2" | transformer decode --ckpt out/copy.safetensors
+//   transformer attention --ckpt out/copy.safetensors --src "5 6 7 8 2" --out out/attention
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <exception>
+
+#include "cli/commands.h"
+
+int main(int argc, char** argv) {
+  using namespace gf::cli;
+  CLI::App app{"transformer: the encoder-decoder of \"Attention Is All You Need\", for learning."};
+  app.require_subcommand(1);
+
+  TrainOptions train;
+  CLI::App* t = app.add_subcommand("train", "Train on a generated task or a file of id pairs");
+  t->add_option("--task", train.task, "Generated task: copy or reverse")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"copy", "reverse"}));
+  t->add_option("--pairs", train.pairs,
+                "Train on FILE: lines SRC_IDS<TAB>TGT_IDS, TGT starting with bos 1")
+      ->check(CLI::ExistingFile);
+  t->add_option("--length", train.length, "Content length of generated sequences (the longest)")
+      ->capture_default_str();
+  t->add_option("--min-length", train.min_length, "Shortest generated content (default: --length)");
+  t->add_option("--init", train.init, "Start from this checkpoint (its configuration is used)")
+      ->check(CLI::ExistingFile);
+  t->add_option(
+      "--layers",
+      [&](const CLI::results_t& r) {
+        train.model.encoder_layers = train.model.decoder_layers = std::stoll(r[0]);
+        return true;
+      },
+      "Encoder and decoder layers, N (default 2)");
+  t->add_option("--d-model", train.model.d_model, "Model width d_model")->capture_default_str();
+  t->add_option("--d-ff", train.model.d_ff, "Feed-forward width d_ff")->capture_default_str();
+  t->add_option("--heads", train.model.heads, "Attention heads h (must divide d_model)")
+      ->capture_default_str();
+  t->add_option("--vocab-size", train.model.vocab_size, "Vocabulary size (ids 0-3 are special)")
+      ->capture_default_str();
+  t->add_option("--max-len", train.model.max_len, "Longest sequence the model accepts")
+      ->capture_default_str();
+  t->add_flag("--tied,!--no-tied", train.model.tied,
+              "Share one matrix for both embeddings and the output projection (§3.4)")
+      ->capture_default_str();
+  t->add_flag("--norm-first", train.model.norm_first, "Pre-norm layers (not in the paper)");
+  t->add_option("--dropout", train.model.dropout, "Dropout rate (§5.4 uses 0.1)")
+      ->capture_default_str();
+  t->add_option("--label-smoothing", train.label_smoothing, "Label smoothing epsilon (§5.4)")
+      ->capture_default_str();
+  t->add_option("--optimizer", train.optimizer, "adam or sgd")->capture_default_str();
+  t->add_option("--schedule", train.schedule, "noam (warm-up, §5.3) or constant")
+      ->capture_default_str();
+  t->add_option("--lr", train.lr, "Factor of the noam schedule, or the constant learning rate")
+      ->capture_default_str();
+  t->add_option("--warmup", train.warmup, "Warm-up steps of the noam schedule")
+      ->capture_default_str();
+  t->add_option("--clip", train.clip, "Clip the gradient norm to this (0: no clipping)")
+      ->capture_default_str();
+  t->add_option("--batch", train.batch, "Sequences per step")->capture_default_str();
+  t->add_option("--steps", train.steps, "Training steps")->capture_default_str();
+  t->add_option("--eval-every", train.eval_every,
+                "Check exact copies every N steps (0: at the end)")
+      ->capture_default_str();
+  t->add_option("--seed", train.seed, "Random seed: the same seed gives the same run")
+      ->capture_default_str();
+  t->add_option("--threads", train.threads, "Threads (0: all cores)")->capture_default_str();
+  t->add_option("--save", train.save, "Checkpoint to write (curves are written beside it)")
+      ->capture_default_str();
+
+  ScoreOptions score;
+  CLI::App* s = app.add_subcommand("score", "Negative log-likelihood (nats) of each target");
+  s->add_option("--ckpt", score.ckpt, "Checkpoint")->required()->check(CLI::ExistingFile);
+  s->add_option("--pairs", score.pairs, "Lines SRC_IDS<TAB>TGT_IDS")
+      ->required()
+      ->check(CLI::ExistingFile);
+
+  DecodeOptions decode;
+  CLI::App* d = app.add_subcommand("decode", "Translate id lines from stdin, one output line each");
+  d->add_option("--ckpt", decode.ckpt, "Checkpoint")->required()->check(CLI::ExistingFile);
+  d->add_option("--beam", decode.beam, "Beam size (1: greedy; the paper uses 4)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  d->add_option("--length-penalty", decode.length_penalty, "Beam length penalty alpha (§6.1: 0.6)")
+      ->capture_default_str();
+  d->add_option("--max-len", decode.max_len, "Most tokens to generate (0: source length + 50)")
+      ->capture_default_str();
+
+  AttentionOptions attention;
+  CLI::App* a = app.add_subcommand("attention", "Draw every attention map as labelled heatmaps");
+  a->add_option("--ckpt", attention.ckpt, "Checkpoint")->required()->check(CLI::ExistingFile);
+  a->add_option("--src", attention.src, "Source ids, e.g. \"5 6 7 2\"")->required();
+  a->add_option("--tgt", attention.tgt, "Target ids (default: the model's greedy output)");
+  a->add_option("--out", attention.out, "Directory for the images")->capture_default_str();
+
+  CLI11_PARSE(app, argc, argv);
+  try {
+    if (t->parsed()) return run_train(train);
+    if (s->parsed()) return run_score(score);
+    if (d->parsed()) return run_decode(decode);
+    if (a->parsed()) return run_attention(attention);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "transformer: error: {}\n", e.what());
+    return 1;
+  }
+  return 0;
+}

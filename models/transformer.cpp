@@ -1,0 +1,300 @@
+#include "models/transformer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "autograd/errors.h"
+#include "autograd/ops.h"
+
+namespace gf {
+
+// ---- Configuration --------------------------------------------------------------------
+
+void TransformerConfig::validate() const {
+  auto require = [](bool ok, const std::string& message) {
+    if (!ok) throw std::invalid_argument("transformer config: " + message);
+  };
+  require(vocab_size > std::max({pad_id, bos_id, eos_id}),
+          fmt::format("vocab_size {} must exceed the special ids (pad {}, bos {}, eos {})",
+                      vocab_size, pad_id, bos_id, eos_id));
+  require(d_model > 0, fmt::format("d_model must be positive, got {}", d_model));
+  require(d_ff > 0, fmt::format("d_ff must be positive, got {}", d_ff));
+  require(heads > 0 && d_model % heads == 0,
+          fmt::format("heads ({}) must be positive and divide d_model ({})", heads, d_model));
+  require(encoder_layers > 0,
+          fmt::format("encoder_layers must be positive, got {}", encoder_layers));
+  require(decoder_layers > 0,
+          fmt::format("decoder_layers must be positive, got {}", decoder_layers));
+  require(max_len > 0, fmt::format("max_len must be positive, got {}", max_len));
+  require(dropout >= 0.0f && dropout < 1.0f, fmt::format("dropout {} is outside [0, 1)", dropout));
+  require(norm_eps > 0.0f, fmt::format("norm_eps must be positive, got {}", norm_eps));
+  require(pad_id >= 0 && bos_id >= 0 && eos_id >= 0, "special ids must not be negative");
+}
+
+std::map<std::string, std::string> TransformerConfig::to_metadata() const {
+  return {{"vocab_size", std::to_string(vocab_size)},
+          {"d_model", std::to_string(d_model)},
+          {"d_ff", std::to_string(d_ff)},
+          {"heads", std::to_string(heads)},
+          {"encoder_layers", std::to_string(encoder_layers)},
+          {"decoder_layers", std::to_string(decoder_layers)},
+          {"max_len", std::to_string(max_len)},
+          {"norm_eps", fmt::format("{}", norm_eps)},  // shortest text that reads back exactly
+          {"norm_first", norm_first ? "true" : "false"},
+          {"tied", tied ? "true" : "false"},
+          {"pad_id", std::to_string(pad_id)},
+          {"bos_id", std::to_string(bos_id)},
+          {"eos_id", std::to_string(eos_id)}};
+}
+
+TransformerConfig TransformerConfig::from_metadata(const std::map<std::string, std::string>& m,
+                                                   const std::string& source) {
+  auto text = [&](const std::string& key) -> const std::string& {
+    auto it = m.find(key);
+    if (it == m.end())
+      throw FormatError(fmt::format("checkpoint: {}: metadata has no \"{}\"", source, key));
+    return it->second;
+  };
+  auto integer = [&](const std::string& key) {
+    const std::string& value = text(key);
+    size_t used = 0;
+    int64_t result = 0;
+    try {
+      result = std::stoll(value, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != value.size())
+      throw FormatError(fmt::format("checkpoint: {}: metadata \"{}\" is \"{}\", not an integer",
+                                    source, key, value));
+    return result;
+  };
+  auto boolean = [&](const std::string& key) {
+    const std::string& value = text(key);
+    if (value != "true" && value != "false")
+      throw FormatError(
+          fmt::format("checkpoint: {}: metadata \"{}\" is \"{}\", not \"true\" or \"false\"",
+                      source, key, value));
+    return value == "true";
+  };
+  TransformerConfig c;
+  c.vocab_size = integer("vocab_size");
+  c.d_model = integer("d_model");
+  c.d_ff = integer("d_ff");
+  c.heads = integer("heads");
+  c.encoder_layers = integer("encoder_layers");
+  c.decoder_layers = integer("decoder_layers");
+  c.max_len = integer("max_len");
+  try {
+    c.norm_eps = std::stof(text("norm_eps"));
+  } catch (const std::logic_error&) {
+    throw FormatError(fmt::format("checkpoint: {}: metadata \"norm_eps\" is \"{}\", not a number",
+                                  source, text("norm_eps")));
+  }
+  c.norm_first = boolean("norm_first");
+  c.tied = boolean("tied");
+  c.pad_id = static_cast<int32_t>(integer("pad_id"));
+  c.bos_id = static_cast<int32_t>(integer("bos_id"));
+  c.eos_id = static_cast<int32_t>(integer("eos_id"));
+  c.dropout = 0.0f;  // not part of the file: a loaded model is for inference unless told otherwise
+  try {
+    c.validate();
+  } catch (const std::invalid_argument& e) {
+    throw FormatError(fmt::format("checkpoint: {}: {}", source, e.what()));
+  }
+  return c;
+}
+
+// ---- Layers ---------------------------------------------------------------------------
+
+static nn::AttentionConfig attention_config(const TransformerConfig& c) {
+  return {.d_model = c.d_model, .heads = c.heads};
+}
+
+EncoderLayer::EncoderLayer(const TransformerConfig& c, Rng& rng)
+    : self_attn(attention_config(c), rng),
+      ffn(c.d_model, c.d_ff, rng),
+      norm1(c.d_model, c.norm_eps),
+      norm2(c.d_model, c.norm_eps),
+      dropout(c.dropout, rng),
+      norm_first(c.norm_first) {
+  register_module("self_attn", self_attn);
+  register_module("norm1", norm1);
+  register_module("ffn", ffn);
+  register_module("norm2", norm2);
+  register_module("dropout", dropout);
+}
+
+// Post-norm, as in the paper: LayerNorm(x + Dropout(Sublayer(x))) (§3.1, §5.4).
+// Pre-norm: x + Dropout(Sublayer(LayerNorm(x))).
+Tensor EncoderLayer::forward(const Tensor& x, const Tensor& src_mask) {
+  if (norm_first) {
+    const Tensor h = norm1.forward(x);
+    const Tensor y = x + dropout.forward(self_attn.forward(h, h, src_mask));
+    return y + dropout.forward(ffn.forward(norm2.forward(y)));
+  }
+  const Tensor y = norm1.forward(x + dropout.forward(self_attn.forward(x, x, src_mask)));
+  return norm2.forward(y + dropout.forward(ffn.forward(y)));
+}
+
+DecoderLayer::DecoderLayer(const TransformerConfig& c, Rng& rng)
+    : self_attn(attention_config(c), rng),
+      cross_attn(attention_config(c), rng),
+      ffn(c.d_model, c.d_ff, rng),
+      norm1(c.d_model, c.norm_eps),
+      norm2(c.d_model, c.norm_eps),
+      norm3(c.d_model, c.norm_eps),
+      dropout(c.dropout, rng),
+      norm_first(c.norm_first) {
+  register_module("self_attn", self_attn);
+  register_module("norm1", norm1);
+  register_module("cross_attn", cross_attn);
+  register_module("norm2", norm2);
+  register_module("ffn", ffn);
+  register_module("norm3", norm3);
+  register_module("dropout", dropout);
+}
+
+Tensor DecoderLayer::forward(const Tensor& y, const Tensor& memory, const Tensor& src_mask,
+                             const Tensor& tgt_mask, DecoderLayerCache* cache) {
+  // The three sub-layers; with a cache, attention reads earlier positions' keys and values.
+  auto self = [&](const Tensor& h) {
+    return cache ? self_attn.forward_cached(h, h, tgt_mask, cache->self_attn, /*extend=*/true)
+                 : self_attn.forward(h, h, tgt_mask);
+  };
+  auto cross = [&](const Tensor& h) {
+    return cache ? cross_attn.forward_cached(h, memory, src_mask, cache->cross_attn, false)
+                 : cross_attn.forward(h, memory, src_mask);
+  };
+  if (norm_first) {
+    Tensor x = y + dropout.forward(self(norm1.forward(y)));
+    x = x + dropout.forward(cross(norm2.forward(x)));
+    return x + dropout.forward(ffn.forward(norm3.forward(x)));
+  }
+  Tensor x = norm1.forward(y + dropout.forward(self(y)));
+  x = norm2.forward(x + dropout.forward(cross(x)));
+  return norm3.forward(x + dropout.forward(ffn.forward(x)));
+}
+
+// ---- Stacks ---------------------------------------------------------------------------
+
+Encoder::Encoder(const TransformerConfig& c, Rng& rng) {
+  for (int64_t i = 0; i < c.encoder_layers; ++i) {
+    layers.push_back(std::make_unique<EncoderLayer>(c, rng));
+    register_module(fmt::format("layers.{}", i), *layers.back());
+  }
+  if (c.norm_first) {
+    norm = std::make_unique<nn::LayerNorm>(c.d_model, c.norm_eps);
+    register_module("norm", *norm);
+  }
+}
+
+Tensor Encoder::forward(Tensor x, const Tensor& src_mask) {
+  for (auto& layer : layers) x = layer->forward(x, src_mask);
+  return norm ? norm->forward(x) : x;
+}
+
+Decoder::Decoder(const TransformerConfig& c, Rng& rng) {
+  for (int64_t i = 0; i < c.decoder_layers; ++i) {
+    layers.push_back(std::make_unique<DecoderLayer>(c, rng));
+    register_module(fmt::format("layers.{}", i), *layers.back());
+  }
+  if (c.norm_first) {
+    norm = std::make_unique<nn::LayerNorm>(c.d_model, c.norm_eps);
+    register_module("norm", *norm);
+  }
+}
+
+Tensor Decoder::forward(Tensor y, const Tensor& memory, const Tensor& src_mask,
+                        const Tensor& tgt_mask, std::vector<DecoderLayerCache>* cache) {
+  if (cache && cache->size() != layers.size()) cache->resize(layers.size());
+  for (size_t i = 0; i < layers.size(); ++i)
+    y = layers[i]->forward(y, memory, src_mask, tgt_mask, cache ? &(*cache)[i] : nullptr);
+  return norm ? norm->forward(y) : y;
+}
+
+// ---- The model ------------------------------------------------------------------------
+
+static const TransformerConfig& validated(const TransformerConfig& c) {
+  c.validate();
+  return c;
+}
+
+Transformer::Transformer(const TransformerConfig& c, Rng& rng)
+    : config(validated(c)),
+      embed(c.tied ? std::make_unique<nn::Embedding>(c.vocab_size, c.d_model, rng) : nullptr),
+      src_embed(c.tied ? nullptr : std::make_unique<nn::Embedding>(c.vocab_size, c.d_model, rng)),
+      tgt_embed(c.tied ? nullptr : std::make_unique<nn::Embedding>(c.vocab_size, c.d_model, rng)),
+      encoder(c, rng),
+      decoder(c, rng),
+      generator(c.tied ? nullptr
+                       : std::make_unique<nn::Linear>(c.d_model, c.vocab_size, rng, false)),
+      positions_(c.max_len, c.d_model),
+      dropout_(c.dropout, rng) {
+  if (c.tied) {
+    register_module("embed", *embed);
+  } else {
+    register_module("src_embed", *src_embed);
+    register_module("tgt_embed", *tgt_embed);
+  }
+  register_module("encoder", encoder);
+  register_module("decoder", decoder);
+  if (!c.tied) register_module("generator", *generator);
+  register_module("dropout", dropout_);
+}
+
+// Embedding * sqrt(d_model) + PE, then dropout (§3.4, §3.5, §5.4). The scale brings the
+// embeddings (Xavier-initialised, entries ~ 1/sqrt(d_model)) to the scale of the positions,
+// whose entries are sines and cosines of size ~1.
+Tensor Transformer::embed_tokens(const nn::Embedding& table, const IndexTensor& ids,
+                                 int64_t offset) {
+  if (ids.shape().rank() != 2)
+    throw ShapeError(fmt::format("transformer: token ids must be [B, L], got {}", ids.shape()));
+  const Tensor scaled = table.forward(ids) * std::sqrt(static_cast<float>(config.d_model));
+  return dropout_.forward(scaled + positions_.rows(offset, ids.shape()[1]));
+}
+
+Tensor Transformer::encode(const IndexTensor& src, const Tensor& src_mask) {
+  return encoder.forward(embed_tokens(config.tied ? *embed : *src_embed, src, 0), src_mask);
+}
+
+Tensor Transformer::decode(const IndexTensor& tgt_in, const Tensor& memory, const Tensor& src_mask,
+                           const Tensor& tgt_mask, std::vector<DecoderLayerCache>* cache,
+                           int64_t offset) {
+  const Tensor y = embed_tokens(config.tied ? *embed : *tgt_embed, tgt_in, offset);
+  return decoder.forward(y, memory, src_mask, tgt_mask, cache);
+}
+
+Tensor Transformer::generate(const Tensor& y) const {
+  return linear(y, config.tied ? embed->weight : generator->weight);
+}
+
+Tensor Transformer::forward(const IndexTensor& src, const IndexTensor& tgt_in) {
+  const Tensor src_mask = nn::padding_mask(src, config.pad_id);
+  const Tensor memory = encode(src, src_mask);
+  return generate(decode(tgt_in, memory, src_mask, nn::target_mask(tgt_in, config.pad_id)));
+}
+
+void Transformer::record_attention(bool on) {
+  for (auto& layer : encoder.layers) layer->self_attn.record_attention = on;
+  for (auto& layer : decoder.layers) {
+    layer->self_attn.record_attention = on;
+    layer->cross_attn.record_attention = on;
+  }
+}
+
+std::vector<Tensor> Transformer::attention(AttentionKind kind) const {
+  std::vector<Tensor> maps;
+  if (kind == AttentionKind::EncoderSelf)
+    for (const auto& layer : encoder.layers) maps.push_back(layer->self_attn.last_attention);
+  for (const auto& layer : decoder.layers) {
+    if (kind == AttentionKind::DecoderSelf) maps.push_back(layer->self_attn.last_attention);
+    if (kind == AttentionKind::Cross) maps.push_back(layer->cross_attn.last_attention);
+  }
+  return maps;
+}
+
+}  // namespace gf

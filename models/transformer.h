@@ -1,0 +1,148 @@
+// The Transformer of "Attention Is All You Need" (Vaswani et al. 2017): an encoder and a
+// decoder of N identical layers each (§3.1, Figure 1).
+//
+//   encoder layer:  x -> LayerNorm(x + Dropout(SelfAttention(x)))
+//                     -> LayerNorm(x + Dropout(FFN(x)))
+//   decoder layer:  y -> LayerNorm(y + Dropout(MaskedSelfAttention(y)))
+//                     -> LayerNorm(y + Dropout(CrossAttention(y, encoder output)))
+//                     -> LayerNorm(y + Dropout(FFN(y)))
+//
+// Inputs are embedded, multiplied by sqrt(d_model) (§3.4), added to sinusoidal positions
+// (§3.5) and passed through dropout (§5.4). The generator projects the decoder output onto
+// the vocabulary with no bias; with `tied`, one matrix serves as source embedding, target
+// embedding and generator (§3.4).
+//
+// norm_first = true moves each LayerNorm in front of its sub-layer (pre-norm, not in the
+// paper: it trains deep stacks more easily) and adds a final LayerNorm to each stack.
+//
+// Shape legend: B batch, S source length, T target length, D d_model, V vocabulary.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "autograd/random.h"
+#include "autograd/tensor.h"
+#include "nn/attention.h"
+#include "nn/feed_forward.h"
+#include "nn/layers.h"
+#include "nn/module.h"
+
+namespace gf {
+
+// The paper's base model by default (Table 3); the CLI's defaults are smaller.
+struct TransformerConfig {
+  int64_t vocab_size = 37000;
+  int64_t d_model = 512;
+  int64_t d_ff = 2048;
+  int64_t heads = 8;
+  int64_t encoder_layers = 6;
+  int64_t decoder_layers = 6;
+  int64_t max_len = 512;  // longest sequence the positional table covers
+  float dropout = 0.1f;
+  float norm_eps = 1e-5f;
+  bool norm_first = false;
+  bool tied = true;
+  int32_t pad_id = 0, bos_id = 1, eos_id = 2;
+
+  // Throws std::invalid_argument naming the first field that is out of range.
+  void validate() const;
+  // The checkpoint's __metadata__ (DESIGN.md's contract) and back.
+  std::map<std::string, std::string> to_metadata() const;
+  static TransformerConfig from_metadata(const std::map<std::string, std::string>& metadata,
+                                         const std::string& source);
+};
+
+class EncoderLayer : public nn::Module {
+ public:
+  EncoderLayer(const TransformerConfig& config, Rng& rng);
+  Tensor forward(const Tensor& x, const Tensor& src_mask);  // [B, S, D] -> [B, S, D]
+
+  nn::MultiHeadAttention self_attn;
+  nn::PositionwiseFeedForward ffn;
+  nn::LayerNorm norm1, norm2;
+  nn::Dropout dropout;
+  bool norm_first;
+};
+
+// Keys and values cached across decoding steps, per layer.
+struct DecoderLayerCache {
+  nn::KVCache self_attn, cross_attn;
+};
+
+class DecoderLayer : public nn::Module {
+ public:
+  DecoderLayer(const TransformerConfig& config, Rng& rng);
+  // y [B, T, D] attends to itself under tgt_mask and to memory [B, S, D] under src_mask.
+  // With a cache, y holds only the new positions and earlier ones come from the cache.
+  Tensor forward(const Tensor& y, const Tensor& memory, const Tensor& src_mask,
+                 const Tensor& tgt_mask, DecoderLayerCache* cache = nullptr);
+
+  nn::MultiHeadAttention self_attn, cross_attn;
+  nn::PositionwiseFeedForward ffn;
+  nn::LayerNorm norm1, norm2, norm3;
+  nn::Dropout dropout;
+  bool norm_first;
+};
+
+class Encoder : public nn::Module {
+ public:
+  Encoder(const TransformerConfig& config, Rng& rng);
+  Tensor forward(Tensor x, const Tensor& src_mask);
+
+  std::vector<std::unique_ptr<EncoderLayer>> layers;
+  std::unique_ptr<nn::LayerNorm> norm;  // only with norm_first
+};
+
+class Decoder : public nn::Module {
+ public:
+  Decoder(const TransformerConfig& config, Rng& rng);
+  Tensor forward(Tensor y, const Tensor& memory, const Tensor& src_mask, const Tensor& tgt_mask,
+                 std::vector<DecoderLayerCache>* cache = nullptr);
+
+  std::vector<std::unique_ptr<DecoderLayer>> layers;
+  std::unique_ptr<nn::LayerNorm> norm;  // only with norm_first
+};
+
+// Which attention probabilities a forward pass keeps for drawing.
+enum class AttentionKind { EncoderSelf, DecoderSelf, Cross };
+
+class Transformer : public nn::Module {
+ public:
+  Transformer(const TransformerConfig& config, Rng& rng);
+
+  // src [B, S] -> memory [B, S, D]. src_mask [B, 1, 1, S] blocks padding (1 = blocked).
+  Tensor encode(const IndexTensor& src, const Tensor& src_mask);
+  // tgt_in [B, T] (starting at position `offset`) -> decoder output [B, T, D].
+  Tensor decode(const IndexTensor& tgt_in, const Tensor& memory, const Tensor& src_mask,
+                const Tensor& tgt_mask, std::vector<DecoderLayerCache>* cache = nullptr,
+                int64_t offset = 0);
+  // Decoder output [..., D] -> logits [..., V].
+  Tensor generate(const Tensor& y) const;
+  // Teacher forcing: logits [B, T, V] for every target position at once. The masks follow
+  // from the ids: padding in src and tgt_in, and the look-ahead mask in the decoder.
+  Tensor forward(const IndexTensor& src, const IndexTensor& tgt_in);
+
+  // Keep (or stop keeping) every attention module's last probabilities.
+  void record_attention(bool on);
+  // The probabilities of the last forward: one [B, H, T, S] tensor per layer.
+  std::vector<Tensor> attention(AttentionKind kind) const;
+
+  const TransformerConfig config;
+
+  // Parameters: embed (tied) or src_embed, tgt_embed and generator (untied).
+  std::unique_ptr<nn::Embedding> embed, src_embed, tgt_embed;
+  Encoder encoder;
+  Decoder decoder;
+  std::unique_ptr<nn::Linear> generator;  // [V, D], no bias; absent when tied
+
+ private:
+  Tensor embed_tokens(const nn::Embedding& table, const IndexTensor& ids, int64_t offset);
+  nn::PositionalEncoding positions_;
+  nn::Dropout dropout_;
+};
+
+}  // namespace gf

@@ -1,0 +1,74 @@
+// Multi-head attention (Vaswani et al. 2017, §3.2.2):
+//
+//   MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W^O,
+//   head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V),
+//   Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V            (§3.2.1, eq. 1)
+//
+// The h projections of width d_k = d_model / h are computed as one d_model x d_model Linear
+// each for q, k, v (with bias, as PyTorch), then split into heads by a reshape and a
+// transpose. o is W^O.
+//
+// Shape legend: B batch, T query length, S key length, D d_model, H heads, K = D / H.
+#pragma once
+
+#include <cstdint>
+
+#include "autograd/random.h"
+#include "autograd/tensor.h"
+#include "nn/layers.h"
+#include "nn/module.h"
+
+namespace gf::nn {
+
+// softmax(q k^T / sqrt(K) masked) v for q [B, H, T, K], k and v [B, H, S, K]. mask broadcasts
+// to [B, H, T, S]; where it is non-zero the score becomes -inf (§3.2.3), so that position gets
+// probability 0. Returns [B, H, T, K]; stores the probabilities [B, H, T, S] in *probs if given.
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                    const Tensor& mask = {}, Tensor* probs = nullptr);
+
+// Masks, as float tensors where 1 means "may not attend" (§3.2.3). They broadcast against
+// the scores [B, H, T, S].
+// Padding: [B, 1, 1, S], 1 at the key positions where ids [B, S] hold the pad id.
+Tensor padding_mask(const IndexTensor& ids, int32_t pad);
+// Look-ahead: [1, 1, T, T], 1 above the diagonal, so that position i sees only j <= i.
+Tensor look_ahead_mask(int64_t length);
+// The decoder's self-attention mask: look-ahead or padding, [B, 1, T, T] for ids [B, T].
+Tensor target_mask(const IndexTensor& ids, int32_t pad);
+
+struct AttentionConfig {
+  int64_t d_model = 512;
+  int64_t heads = 8;
+};
+
+// Keys and values of earlier positions, kept between decoding steps: [B, H, S, K] each.
+struct KVCache {
+  Tensor k, v;
+};
+
+class MultiHeadAttention : public Module {
+ public:
+  MultiHeadAttention(const AttentionConfig& config, Rng& rng);  // heads must divide d_model
+
+  // query [B, T, D] attends over memory [B, S, D] (memory = query for self-attention).
+  Tensor forward(const Tensor& query, const Tensor& memory, const Tensor& mask = {});
+
+  // One decoding step with cached keys and values. Self-attention (extend = true) appends the
+  // new positions' keys and values (projected from query) to the cache; cross-attention
+  // (extend = false) projects memory into the cache once and reuses it.
+  Tensor forward_cached(const Tensor& query, const Tensor& memory, const Tensor& mask,
+                        KVCache& cache, bool extend);
+
+  // When set, forward keeps the last attention probabilities [B, H, T, S] in last_attention
+  // (detached), for heatmaps.
+  bool record_attention = false;
+  Tensor last_attention;
+
+  AttentionConfig config;
+  Linear q, k, v, o;
+
+ private:
+  Tensor split_heads(const Tensor& x) const;  // [B, T, D] -> [B, H, T, K]
+  Tensor attend(const Tensor& query, const Tensor& keys, const Tensor& values, const Tensor& mask);
+};
+
+}  // namespace gf::nn

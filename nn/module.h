@@ -1,0 +1,62 @@
+// Module: the base of every layer and model. It owns named parameters and named children, so
+// that named_parameters() yields the dotted names of the checkpoint format
+// ("encoder.layers.0.self_attn.q.weight"), and it carries the train/eval switch that dropout
+// reads.
+//
+// A layer registers its parameters and child modules in its constructor:
+//
+//   Linear::Linear(...) {
+//     weight = register_parameter("weight", init::xavier_uniform({out, in}, rng));
+//   }
+//   EncoderLayer::EncoderLayer(...) { register_module("self_attn", self_attn); ... }
+//
+// Children are members of their parent (not separately allocated), so a Module is neither
+// copyable nor movable: the registry holds pointers to the members.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "autograd/tensor.h"
+
+namespace gf::nn {
+
+using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+
+class Module {
+ public:
+  Module() = default;
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+  virtual ~Module() = default;
+
+  // Every parameter of this module and its children, depth first in registration order,
+  // named by the path of attribute names: "layers.0.ffn.linear1.weight".
+  NamedTensors named_parameters() const;
+  std::vector<Tensor> parameters() const;
+  int64_t parameter_count() const;  // total number of scalars
+
+  // Training mode (the default) enables dropout; eval() disables it. Applies to all children.
+  void train(bool on = true);
+  void eval() { train(false); }
+  bool training() const { return training_; }
+
+  void zero_grad();  // forgets the gradients of all parameters
+
+ protected:
+  // Marks value as requiring grad and records it under name; returns the same handle.
+  Tensor register_parameter(std::string name, Tensor value);
+  // Records a child (a member of the derived class) under name.
+  void register_module(std::string name, Module& child);
+
+ private:
+  void collect(const std::string& prefix, NamedTensors& out) const;
+
+  NamedTensors parameters_;
+  std::vector<std::pair<std::string, Module*>> children_;
+  bool training_ = true;
+};
+
+}  // namespace gf::nn

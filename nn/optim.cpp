@@ -1,0 +1,106 @@
+#include "nn/optim.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+namespace gf::nn {
+
+Adam::Adam(std::vector<Tensor> parameters, const AdamConfig& config)
+    : parameters_(std::move(parameters)), config_(config) {
+  if (!(config.beta1 >= 0.0f && config.beta1 < 1.0f && config.beta2 >= 0.0f &&
+        config.beta2 < 1.0f && config.eps >= 0.0f))
+    throw std::invalid_argument(
+        fmt::format("Adam: betas must be in [0, 1) and eps >= 0 (got beta1 {}, beta2 {}, eps {})",
+                    config.beta1, config.beta2, config.eps));
+  for (const Tensor& p : parameters_) {
+    m_.push_back(Tensor::zeros(p.shape()));
+    v_.push_back(Tensor::zeros(p.shape()));
+  }
+}
+
+void Adam::step() {
+  ++step_;
+  const double t = static_cast<double>(step_);
+  const auto correction1 = static_cast<float>(1.0 - std::pow(config_.beta1, t));
+  const auto sqrt_correction2 = static_cast<float>(std::sqrt(1.0 - std::pow(config_.beta2, t)));
+  const float step_size = config_.lr / correction1;
+  const float b1 = config_.beta1, b2 = config_.beta2, eps = config_.eps;
+  for (size_t i = 0; i < parameters_.size(); ++i) {
+    Tensor& p = parameters_[i];
+    const Tensor grad = p.grad();
+    if (!grad.defined()) continue;
+    float* w = p.data();
+    float* m = m_[i].data();
+    float* v = v_[i].data();
+    const float* g = grad.data();
+    for (int64_t j = 0; j < p.numel(); ++j) {
+      m[j] = b1 * m[j] + (1.0f - b1) * g[j];
+      v[j] = b2 * v[j] + (1.0f - b2) * g[j] * g[j];
+      w[j] -= step_size * m[j] / (std::sqrt(v[j]) / sqrt_correction2 + eps);
+    }
+  }
+}
+
+void Adam::zero_grad() {
+  for (Tensor& p : parameters_) p.zero_grad();
+}
+
+Sgd::Sgd(std::vector<Tensor> parameters, const SgdConfig& config)
+    : parameters_(std::move(parameters)), config_(config) {
+  for (const Tensor& p : parameters_) velocity_.push_back(Tensor::zeros(p.shape()));
+}
+
+void Sgd::step() {
+  for (size_t i = 0; i < parameters_.size(); ++i) {
+    Tensor& p = parameters_[i];
+    const Tensor grad = p.grad();
+    if (!grad.defined()) continue;
+    float* w = p.data();
+    float* vel = velocity_[i].data();
+    const float* g = grad.data();
+    for (int64_t j = 0; j < p.numel(); ++j) {
+      vel[j] = config_.momentum * vel[j] + g[j];
+      w[j] -= config_.lr * vel[j];
+    }
+  }
+}
+
+void Sgd::zero_grad() {
+  for (Tensor& p : parameters_) p.zero_grad();
+}
+
+float clip_grad_norm(const std::vector<Tensor>& parameters, float max_norm) {
+  double total = 0.0;
+  for (const Tensor& p : parameters) {
+    const Tensor g = p.grad();
+    if (!g.defined()) continue;
+    for (int64_t j = 0; j < g.numel(); ++j)
+      total += static_cast<double>(g.data()[j]) * static_cast<double>(g.data()[j]);
+  }
+  const auto norm = static_cast<float>(std::sqrt(total));
+  const float scale = max_norm / (norm + 1e-6f);
+  if (scale < 1.0f) {
+    for (const Tensor& p : parameters) {
+      Tensor g = p.grad();
+      if (!g.defined()) continue;
+      for (int64_t j = 0; j < g.numel(); ++j) g.data()[j] *= scale;
+    }
+  }
+  return norm;
+}
+
+float noam_lr(int64_t step, int64_t d_model, int64_t warmup, float factor) {
+  if (step < 1 || d_model < 1 || warmup < 1)
+    throw std::invalid_argument(
+        fmt::format("noam_lr: step, d_model and warmup must be positive (got {}, {}, {})", step,
+                    d_model, warmup));
+  const double s = static_cast<double>(step), w = static_cast<double>(warmup);
+  return static_cast<float>(static_cast<double>(factor) *
+                            std::pow(static_cast<double>(d_model), -0.5) *
+                            std::min(std::pow(s, -0.5), s * std::pow(w, -1.5)));
+}
+
+}  // namespace gf::nn

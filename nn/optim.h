@@ -1,0 +1,70 @@
+// Optimizers and gradient clipping. Each optimizer holds handles to the parameters it
+// updates (the same storage the layers read) and updates them in place from their grad().
+//
+// Adam (Kingma and Ba 2015) with the paper's settings (§5.3: beta1 = 0.9, beta2 = 0.98,
+// eps = 1e-9), computed as PyTorch does:
+//   m <- beta1 m + (1 - beta1) g          v <- beta2 v + (1 - beta2) g^2
+//   p <- p - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+// The two (1 - beta^t) factors undo the bias of m and v towards their zero start.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "autograd/tensor.h"
+
+namespace gf::nn {
+
+struct AdamConfig {
+  float lr = 1e-3f;
+  float beta1 = 0.9f;
+  float beta2 = 0.98f;
+  float eps = 1e-9f;
+};
+
+class Adam {
+ public:
+  Adam(std::vector<Tensor> parameters, const AdamConfig& config = {});
+  void step();       // one update from the current gradients; parameters without one are skipped
+  void zero_grad();  // forgets every parameter's gradient
+  void set_lr(float lr) { config_.lr = lr; }
+  float lr() const { return config_.lr; }
+  int64_t steps() const { return step_; }
+
+ private:
+  std::vector<Tensor> parameters_;
+  std::vector<Tensor> m_, v_;  // first and second moment estimates, one per parameter
+  AdamConfig config_;
+  int64_t step_ = 0;
+};
+
+struct SgdConfig {
+  float lr = 0.1f;
+  float momentum = 0.0f;  // v <- momentum v + g; p <- p - lr v (PyTorch's form)
+};
+
+class Sgd {
+ public:
+  Sgd(std::vector<Tensor> parameters, const SgdConfig& config = {});
+  void step();
+  void zero_grad();
+  void set_lr(float lr) { config_.lr = lr; }
+  float lr() const { return config_.lr; }
+
+ private:
+  std::vector<Tensor> parameters_;
+  std::vector<Tensor> velocity_;
+  SgdConfig config_;
+};
+
+// Scales all gradients together so that their joint L2 norm is at most max_norm (Pascanu et
+// al. 2013). Returns the norm before clipping, which training loops print.
+float clip_grad_norm(const std::vector<Tensor>& parameters, float max_norm);
+
+// The learning rate of §5.3 (eq. 3), with a factor as in common implementations:
+//   lr(step) = factor * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)
+// It rises linearly for `warmup` steps, peaks at step = warmup, then decays as step^-0.5.
+// step counts from 1.
+float noam_lr(int64_t step, int64_t d_model, int64_t warmup, float factor = 1.0f);
+
+}  // namespace gf::nn

@@ -1,0 +1,210 @@
+// The Transformer: parameter names as the checkpoint contract spells them, shapes, masks,
+// the causal property, decoding, and a short training run on the copy task.
+#include <catch2/catch.hpp>
+#include <set>
+
+#include "autograd/graph.h"
+#include "autograd/ops.h"
+#include "models/decode.h"
+#include "models/transformer.h"
+#include "nn/attention.h"
+#include "nn/optim.h"
+
+using namespace gf;
+using Catch::Matchers::Contains;
+
+namespace {
+
+TransformerConfig tiny(bool tied = true, bool norm_first = false) {
+  return {.vocab_size = 11,
+          .d_model = 16,
+          .d_ff = 32,
+          .heads = 2,
+          .encoder_layers = 2,
+          .decoder_layers = 2,
+          .max_len = 32,
+          .dropout = 0.0f,
+          .norm_first = norm_first,
+          .tied = tied};
+}
+
+std::set<std::string> names_of(const nn::Module& m) {
+  std::set<std::string> names;
+  for (const auto& [name, t] : m.named_parameters()) names.insert(name);
+  return names;
+}
+
+}  // namespace
+
+TEST_CASE("parameter names follow the checkpoint contract", "[models][transformer]") {
+  Rng rng(1);
+  Transformer tied(tiny(true, false), rng);
+  const auto names = names_of(tied);
+  for (const char* name :
+       {"embed.weight", "encoder.layers.0.self_attn.q.weight", "encoder.layers.1.self_attn.o.bias",
+        "encoder.layers.0.norm1.weight", "encoder.layers.0.ffn.linear1.weight",
+        "encoder.layers.0.ffn.linear2.bias", "encoder.layers.1.norm2.bias",
+        "decoder.layers.0.self_attn.k.weight", "decoder.layers.1.cross_attn.v.bias",
+        "decoder.layers.0.norm1.weight", "decoder.layers.0.norm2.weight",
+        "decoder.layers.1.norm3.bias", "decoder.layers.1.ffn.linear1.bias"}) {
+    INFO(name);
+    CHECK(names.count(name) == 1);
+  }
+  CHECK(names.count("generator.weight") == 0);
+  CHECK(names.count("encoder.norm.weight") == 0);
+  // 2 encoder layers of 4 (q, k, v, o) x 2 + 4 (ffn) + 4 (norms), 2 decoder layers of
+  // 8 x 2 + 4 + 6, and the embedding: 2 * 16 + 2 * 26 + 1.
+  CHECK(names.size() == 2 * 16 + 2 * 26 + 1);
+
+  Transformer untied(tiny(false, true), rng);
+  const auto u = names_of(untied);
+  for (const char* name : {"src_embed.weight", "tgt_embed.weight", "generator.weight",
+                           "encoder.norm.weight", "decoder.norm.bias"}) {
+    INFO(name);
+    CHECK(u.count(name) == 1);
+  }
+  CHECK(u.count("embed.weight") == 0);
+}
+
+TEST_CASE("the parameter count follows the architecture", "[models][transformer]") {
+  Rng rng(2);
+  const TransformerConfig c = tiny();
+  Transformer model(c, rng);
+  const int64_t d = c.d_model, f = c.d_ff;
+  const int64_t attention = 4 * (d * d + d), ffn = d * f + f + f * d + d, norm = 2 * d;
+  const int64_t expected = c.vocab_size * d + c.encoder_layers * (attention + ffn + 2 * norm) +
+                           c.decoder_layers * (2 * attention + ffn + 3 * norm);
+  CHECK(model.parameter_count() == expected);
+}
+
+TEST_CASE("config round-trips through checkpoint metadata and is validated",
+          "[models][transformer]") {
+  TransformerConfig c = tiny(false, true);
+  c.norm_eps = 1e-6f;
+  const TransformerConfig back = TransformerConfig::from_metadata(c.to_metadata(), "m.safetensors");
+  CHECK(back.vocab_size == c.vocab_size);
+  CHECK(back.norm_eps == c.norm_eps);
+  CHECK(back.norm_first);
+  CHECK_FALSE(back.tied);
+  auto bad = c.to_metadata();
+  bad["heads"] = "3";
+  REQUIRE_THROWS_WITH(TransformerConfig::from_metadata(bad, "m.safetensors"),
+                      Contains("m.safetensors: transformer config: heads (3) must be positive and "
+                               "divide d_model (16)"));
+  bad = c.to_metadata();
+  bad.erase("d_ff");
+  REQUIRE_THROWS_WITH(TransformerConfig::from_metadata(bad, "m.safetensors"),
+                      Contains("metadata has no \"d_ff\""));
+  bad = c.to_metadata();
+  bad["tied"] = "yes";
+  REQUIRE_THROWS_WITH(TransformerConfig::from_metadata(bad, "m.safetensors"),
+                      Contains("\"tied\" is \"yes\", not \"true\" or \"false\""));
+  TransformerConfig small_vocab = tiny();
+  small_vocab.vocab_size = 2;
+  REQUIRE_THROWS_WITH(small_vocab.validate(), Contains("vocab_size 2 must exceed the special ids"));
+}
+
+TEST_CASE("teacher forcing gives logits for every target position", "[models][transformer]") {
+  Rng rng(3);
+  Transformer model(tiny(), rng);
+  const IndexTensor src = IndexTensor::from({2, 4}, {5, 6, 7, 2, 8, 9, 2, 0});
+  const IndexTensor tgt = IndexTensor::from({2, 3}, {1, 5, 6, 1, 8, 0});
+  const Tensor logits = model.forward(src, tgt);
+  CHECK(logits.shape() == Shape{2, 3, 11});
+}
+
+TEST_CASE("a position's output does not depend on later target tokens", "[models][transformer]") {
+  // The look-ahead mask (§3.2.3) is what lets training see the whole target at once while
+  // decoding sees only the prefix: the two must agree.
+  Rng rng(4);
+  Transformer model(tiny(), rng);
+  const IndexTensor src = IndexTensor::from({1, 4}, {5, 6, 7, 2});
+  const Tensor a = model.forward(src, IndexTensor::from({1, 4}, {1, 5, 6, 7}));
+  const Tensor b = model.forward(src, IndexTensor::from({1, 4}, {1, 5, 9, 3}));
+  for (int64_t j = 0; j < 11; ++j) {
+    CHECK(a.at({0, 0, j}) == b.at({0, 0, j}));
+    CHECK(a.at({0, 1, j}) == b.at({0, 1, j}));
+  }
+  CHECK(a.at({0, 2, 0}) != b.at({0, 2, 0}));
+}
+
+TEST_CASE("padding in the source changes nothing for the real tokens", "[models][transformer]") {
+  Rng rng(5);
+  Transformer model(tiny(), rng);
+  const IndexTensor tgt = IndexTensor::from({1, 3}, {1, 5, 6});
+  const Tensor short_src = model.forward(IndexTensor::from({1, 3}, {5, 6, 2}), tgt);
+  const Tensor padded_src = model.forward(IndexTensor::from({1, 5}, {5, 6, 2, 0, 0}), tgt);
+  for (int64_t i = 0; i < short_src.numel(); ++i)
+    CHECK(short_src.data()[i] == Approx(padded_src.data()[i]).margin(1e-5));
+}
+
+TEST_CASE("attention probabilities are recorded per layer and kind", "[models][transformer]") {
+  Rng rng(6);
+  Transformer model(tiny(), rng);
+  model.record_attention(true);
+  model.forward(IndexTensor::from({1, 5}, {5, 6, 7, 8, 2}), IndexTensor::from({1, 3}, {1, 5, 6}));
+  const auto cross = model.attention(AttentionKind::Cross);
+  REQUIRE(cross.size() == 2);
+  CHECK(cross[1].shape() == Shape{1, 2, 3, 5});
+  CHECK(model.attention(AttentionKind::EncoderSelf)[0].shape() == Shape{1, 2, 5, 5});
+  const Tensor self = model.attention(AttentionKind::DecoderSelf)[0];
+  CHECK(self.at({0, 1, 0, 1}) == 0.0f);  // the first query cannot see the second key
+}
+
+namespace {
+
+// Trains a tiny model to copy: src = content + eos, tgt = bos + content + eos.
+void train_copy(Transformer& model, int steps, Rng& rng) {
+  nn::Adam adam(model.parameters(), {.lr = 3e-3f});
+  const int64_t batch = 32, len = 5;
+  for (int step = 0; step < steps; ++step) {
+    std::vector<int32_t> src, tgt_in, tgt_out;
+    for (int64_t b = 0; b < batch; ++b) {
+      std::vector<int32_t> content;
+      for (int64_t i = 0; i < len; ++i) content.push_back(static_cast<int32_t>(3 + rng.below(8)));
+      src.insert(src.end(), content.begin(), content.end());
+      src.push_back(2);
+      tgt_in.push_back(1);
+      tgt_in.insert(tgt_in.end(), content.begin(), content.end());
+      tgt_out.insert(tgt_out.end(), content.begin(), content.end());
+      tgt_out.push_back(2);
+    }
+    const Tensor logits = model.forward(IndexTensor::from({batch, len + 1}, src),
+                                        IndexTensor::from({batch, len + 1}, tgt_in));
+    const Tensor loss =
+        cross_entropy(logits, IndexTensor::from({batch, len + 1}, tgt_out), {.ignore_index = 0});
+    adam.zero_grad();
+    loss.backward();
+    adam.step();
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a trained model copies, greedy with and without the cache agree, beam 1 is greedy",
+          "[models][decode]") {
+  Rng rng(7);
+  Transformer model(tiny(), rng);
+  train_copy(model, 300, rng);
+  const IndexTensor src =
+      IndexTensor::from({3, 6}, {4, 9, 3, 7, 5, 2, 10, 10, 6, 8, 3, 2, 5, 4, 3, 9, 7, 2});
+  const auto cached = greedy_decode(model, src);
+  const auto uncached = greedy_decode(model, src, {.use_cache = false});
+  CHECK(cached == uncached);
+  CHECK(cached[0] == TokenIds{4, 9, 3, 7, 5});
+  CHECK(cached[1] == TokenIds{10, 10, 6, 8, 3});
+  CHECK(beam_search(model, src, {.beam = 1, .length_penalty = 0.0f}) == cached);
+  CHECK(beam_search(model, src, {.beam = 4}) == cached);
+  CHECK(model.training());  // decoding restored the mode
+}
+
+TEST_CASE("decoding refuses bad sources", "[models][decode]") {
+  Rng rng(8);
+  Transformer model(tiny(), rng);
+  REQUIRE_THROWS_WITH(greedy_decode(model, IndexTensor::from({1, 2}, {5, 11})),
+                      Contains("greedy_decode: token id 11 is out of range [0, 11)"));
+  REQUIRE_THROWS_WITH(beam_search(model, IndexTensor::from({1, 1}, {5}), {.beam = 0}),
+                      Contains("beam must be at least 1"));
+  REQUIRE_THROWS_WITH(greedy_decode(model, IndexTensor::zeros({1, 40})),
+                      Contains("source length 40 exceeds the model's max_len 32"));
+}

@@ -1,0 +1,212 @@
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "autograd/errors.h"
+#include "autograd/tensor.h"
+#include "tests/viz/viz_testing.h"
+#include "viz/heatmap.h"
+
+using namespace gf::viz;
+using Catch::Matchers::Contains;
+using gf::viz::testing::ink;
+
+namespace {
+
+double luma(Rgb c) {
+  return 0.2126 * c.r + 0.7152 * c.g + 0.0722 * c.b;
+}
+
+// Checks that every pixel of cell (i, j) has the colour the map gives value v.
+void check_cell(const Image& image, const HeatmapLayout& layout, int64_t i, int64_t j, Rgb colour) {
+  const Rect r = layout.cell_rect(i, j);
+  INFO("cell (" << i << ", " << j << ") at (" << r.x << ", " << r.y << ")");
+  CHECK(image.at(r.x + r.w / 2, r.y + r.h / 2) == colour);
+  int wrong = 0;
+  for (int y = r.y; y < r.y + r.h; ++y)
+    for (int x = r.x; x < r.x + r.w; ++x) wrong += image.at(x, y) != colour;
+  CHECK(wrong == 0);
+}
+
+}  // namespace
+
+TEST_CASE("the colour map runs from dark violet to yellow, getting lighter all the way",
+          "[viz][heatmap]") {
+  CHECK(colour_map(0.0f) == Rgb{68, 1, 84});
+  CHECK(colour_map(1.0f) == Rgb{253, 231, 37});
+  CHECK(colour_map(-3.0f) == colour_map(0.0f));  // clamped
+  CHECK(colour_map(7.0f) == colour_map(1.0f));
+  CHECK(colour_map(std::nanf("")) == kNonFinite);
+  for (int k = 1; k <= 40; ++k) {
+    const float t = static_cast<float>(k) / 40.0f;
+    INFO("t = " << t);
+    CHECK(luma(colour_map(t)) > luma(colour_map(t - 0.025f)));
+    CHECK(colour_map(t) != kNonFinite);
+  }
+}
+
+TEST_CASE("a known 2 x 3 matrix lands on the right pixels and colours", "[viz][heatmap]") {
+  // Not symmetric and not square, so that a swap of rows and columns cannot pass.
+  const std::vector<float> values = {0.0f,  0.5f,  1.0f,  //
+                                     0.25f, 0.75f, 0.1f};
+  const HeatmapOptions options{
+      .title = "2 x 3", .row_labels = {"a", "b"}, .col_labels = {"x", "y", "z"}};
+  const HeatmapLayout layout = heatmap_layout(values, 2, 3, options);
+  const Image image = heatmap(values, 2, 3, options);
+  REQUIRE(image.width() == layout.width);
+  REQUIRE(image.height() == layout.height);
+  CHECK(layout.cell == 40);  // small matrices get big cells
+  CHECK(layout.cells.w == 3 * layout.cell);
+  CHECK(layout.cells.h == 2 * layout.cell);
+
+  // Rows are queries, top to bottom; columns are keys, left to right.
+  CHECK(layout.cell_rect(0, 0).x == layout.cells.x);
+  CHECK(layout.cell_rect(0, 0).y == layout.cells.y);
+  CHECK(layout.cell_rect(1, 0).y == layout.cells.y + layout.cell);
+  CHECK(layout.cell_rect(0, 2).x == layout.cells.x + 2 * layout.cell);
+  for (int64_t i = 0; i < 2; ++i)
+    for (int64_t j = 0; j < 3; ++j)
+      check_cell(image, layout, i, j, colour_map(values[static_cast<size_t>(i * 3 + j)]));
+  // The range's ends are the colour map's ends: 0 at the top-left, 1 at the top-right.
+  check_cell(image, layout, 0, 0, Rgb{68, 1, 84});
+  check_cell(image, layout, 0, 2, Rgb{253, 231, 37});
+}
+
+TEST_CASE("the colour bar shows the range, vmax at the top", "[viz][heatmap]") {
+  const std::vector<float> values = {0.0f, 1.0f};
+  const HeatmapLayout layout = heatmap_layout(values, 1, 2);
+  const Image image = heatmap(values, 1, 2);
+  const Rect& bar = layout.bar;
+  REQUIRE(bar.w > 0);
+  CHECK(bar.x > layout.cells.x + layout.cells.w);
+  CHECK(image.at(bar.x + bar.w / 2, bar.y) == colour_map(1.0f));
+  CHECK(image.at(bar.x + bar.w / 2, bar.y + bar.h - 1) == colour_map(0.0f));
+  CHECK(image.at(bar.x, bar.y + bar.h / 2) == image.at(bar.x + bar.w - 1, bar.y + bar.h / 2));
+  // Tick values right of the bar.
+  CHECK(ink(image, bar.x + bar.w + 1, bar.y - 8, layout.width - bar.x - bar.w - 1, bar.h + 16) >
+        50);
+
+  const Image no_bar = heatmap(values, 1, 2, {.colour_bar = false});
+  CHECK(no_bar.width() < image.width());
+}
+
+TEST_CASE("values outside the range clamp and NaN cells are grey", "[viz][heatmap]") {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> values = {-2.0f, 3.0f, nan, -inf};
+  const HeatmapLayout layout = heatmap_layout(values, 2, 2);
+  const Image image = heatmap(values, 2, 2);
+  check_cell(image, layout, 0, 0, colour_map(0.0f));
+  check_cell(image, layout, 0, 1, colour_map(1.0f));
+  check_cell(image, layout, 1, 0, kNonFinite);
+  check_cell(image, layout, 1, 1, kNonFinite);
+}
+
+TEST_CASE("a custom or automatic value range maps its ends to the colour map's", "[viz][heatmap]") {
+  const std::vector<float> scores = {-3.0f, 1.0f, 5.0f, std::nanf("")};
+  const HeatmapOptions fixed{.vmin = -3.0f, .vmax = 5.0f};
+  const HeatmapLayout l1 = heatmap_layout(scores, 2, 2, fixed);
+  const Image i1 = heatmap(scores, 2, 2, fixed);
+  check_cell(i1, l1, 0, 0, colour_map(0.0f));
+  check_cell(i1, l1, 0, 1, colour_map(0.5f));
+  check_cell(i1, l1, 1, 0, colour_map(1.0f));
+
+  // auto_range ignores NaN and rounds [-3, 5] out to the tick step, 2: [-4, 6].
+  const HeatmapLayout l2 = heatmap_layout(scores, 2, 2, {.auto_range = true});
+  CHECK(l2.vmin == -4.0f);
+  CHECK(l2.vmax == 6.0f);
+  const HeatmapLayout l3 =
+      heatmap_layout(std::vector<float>{0.3f, 0.3f}, 1, 2, {.auto_range = true});
+  CHECK(l3.vmin < 0.3f);
+  CHECK(l3.vmax > 0.3f);
+}
+
+TEST_CASE("labels, axis names and the title are drawn where the layout leaves room",
+          "[viz][heatmap]") {
+  const std::vector<float> values(4 * 4, 0.25f);
+  const std::vector<std::string> tokens = {"<s>", "a", "b", "</s>"};
+  const HeatmapOptions options{.title = "attention", .row_labels = tokens, .col_labels = tokens};
+  const HeatmapLayout layout = heatmap_layout(values, 4, 4, options);
+  const Image image = heatmap(values, 4, 4, options);
+  const Rect& c = layout.cells;
+  // Row labels left of each row of cells; column labels above each column.
+  for (int64_t i = 0; i < 4; ++i) {
+    const Rect r = layout.cell_rect(i, 0);
+    CHECK(ink(image, 0, r.y, c.x - 1, r.h) > 10);
+  }
+  for (int64_t j = 0; j < 4; ++j) {
+    const Rect r = layout.cell_rect(0, j);
+    CHECK(ink(image, r.x, c.y - 12 * layout.label_scale, r.w, 10 * layout.label_scale) > 5);
+  }
+  // The title at the top; nothing below the cells but white.
+  CHECK(ink(image, 0, 0, layout.width, 14 + 2 * 9) > 50);
+  CHECK(ink(image, 0, c.y + c.h + 1, c.x + c.w + 1, layout.height - c.y - c.h - 1) == 0);
+  // Unlabelled heatmaps number their rows and columns, and accept any UTF-8 label.
+  CHECK_NOTHROW(heatmap(values, 4, 4, {.row_labels = {"\xc3\xbc", "\xff", "", "x"}}));
+}
+
+TEST_CASE("big matrices get smaller cells and keep every label legible", "[viz][heatmap]") {
+  const std::vector<float> values(60 * 90, 0.5f);
+  const HeatmapLayout layout = heatmap_layout(values, 60, 90);
+  CHECK(layout.cell >= 4);
+  CHECK(layout.cell < 10);
+  CHECK(layout.label_scale == 1);
+  CHECK(layout.width < 1000);
+  const Image image = heatmap(values, 60, 90);
+  check_cell(image, layout, 59, 89, colour_map(0.5f));
+  CHECK(heatmap_layout(values, 60, 90, {.cell_size = 3}).cell == 3);
+}
+
+TEST_CASE("heatmap rejects input it cannot draw, with a clear message", "[viz][heatmap]") {
+  const std::vector<float> twelve(12, 0.0f);
+  REQUIRE_THROWS_WITH(heatmap(twelve, 3, 5),
+                      Contains("heatmap: 12 values cannot fill 3 x 5 cells"));
+  REQUIRE_THROWS_WITH(heatmap(std::vector<float>{}, 0, 5),
+                      Contains("heatmap: cannot draw 0 x 5 cells"));
+  REQUIRE_THROWS_WITH(heatmap(twelve, 3, 4, {.row_labels = {"a", "b"}}),
+                      Contains("heatmap: 2 row labels for 3 rows"));
+  REQUIRE_THROWS_WITH(heatmap(twelve, 3, 4, {.col_labels = {"a"}}),
+                      Contains("heatmap: 1 column labels for 4 columns"));
+  REQUIRE_THROWS_WITH(heatmap(twelve, 3, 4, {.cell_size = 5000}),
+                      Contains("heatmap: 3 x 4 cells of 5000 pixels do not fit in an image"));
+  REQUIRE_THROWS_WITH(heatmap(twelve, 3, 4, {.vmin = 1.0f, .vmax = 0.0f}),
+                      Contains("heatmap: the value range [1, 0] is empty"));
+}
+
+TEST_CASE("heatmap draws a rows x cols tensor and refuses other ranks", "[viz][heatmap]") {
+  const std::vector<float> values = {0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f};
+  const gf::Tensor matrix = gf::Tensor::from({2, 3}, values);
+  const Image from_tensor = heatmap(matrix);
+  const Image from_span = heatmap(values, 2, 3);
+  REQUIRE(from_tensor.width() == from_span.width());
+  REQUIRE(from_tensor.height() == from_span.height());
+  CHECK(std::equal(from_tensor.data(),
+                   from_tensor.data() + from_tensor.width() * from_tensor.height() * 3,
+                   from_span.data()));
+  REQUIRE_THROWS_AS(heatmap(gf::Tensor::zeros({2, 3, 4})), gf::ShapeError);
+  REQUIRE_THROWS_WITH(
+      heatmap(gf::Tensor::zeros({2, 3, 4})),
+      Contains("heatmap: expected a matrix [rows, cols] but the tensor has shape [2, 3, 4]"));
+  REQUIRE_THROWS_WITH(heatmap(gf::Tensor::zeros({6})), Contains("has shape [6]"));
+}
+
+TEST_CASE("grid lays panels out row by row under a title", "[viz][heatmap]") {
+  const std::vector<Image> panels = {Image(30, 20, Rgb{255, 0, 0}), Image(30, 20, Rgb{0, 255, 0}),
+                                     Image(40, 25, Rgb{0, 0, 255})};
+  const Image g = grid(panels, 2, "", /*spacing=*/5);
+  CHECK(g.width() == 40 + 5 + 30);  // column 0 is as wide as its widest panel
+  CHECK(g.height() == 20 + 5 + 25);
+  CHECK(g.at(0, 0) == Rgb{255, 0, 0});
+  CHECK(g.at(45, 0) == Rgb{0, 255, 0});
+  CHECK(g.at(39, 49) == Rgb{0, 0, 255});  // second row, first column
+  CHECK(g.at(42, 10) == kWhite);          // spacing
+  const Image titled = grid(panels, 3, "layers x heads");
+  CHECK(titled.height() > 25 + 3 * 9);  // room for the title, drawn at scale 3
+  CHECK(ink(titled, 0, 0, titled.width(), titled.height(), Rgb{255, 0, 0}) ==
+        titled.width() * titled.height() - 30 * 20);  // the red panel is whole
+  REQUIRE_THROWS_WITH(grid({}, 2), Contains("grid: there are no panels"));
+  REQUIRE_THROWS_WITH(grid(panels, 0), Contains("grid: 0 columns"));
+}

@@ -1,0 +1,379 @@
+#include "viz/heatmap.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include "autograd/errors.h"
+#include "viz/font.h"
+#include "viz/ticks.h"
+
+namespace gf::viz {
+
+// ---- Colour map ----------------------------------------------------------------------
+
+// Nine evenly spaced control points, chosen by eye to follow viridis: the lightness rises
+// steadily from end to end while the hue turns from violet through blue and green to
+// yellow. Between two points the colour is interpolated linearly.
+Rgb colour_map(float t) {
+  static constexpr std::array<Rgb, 9> kPoints = {{
+      {68, 1, 84},
+      {71, 44, 122},
+      {59, 81, 139},
+      {44, 113, 142},
+      {33, 144, 141},
+      {39, 173, 129},
+      {92, 200, 99},
+      {170, 220, 50},
+      {253, 231, 37},
+  }};
+  if (std::isnan(t)) return kNonFinite;
+  const float position = std::clamp(t, 0.0f, 1.0f) * static_cast<float>(kPoints.size() - 1);
+  const size_t i = std::min(static_cast<size_t>(position), kPoints.size() - 2);
+  return mix(kPoints[i], kPoints[i + 1], position - static_cast<float>(i));
+}
+
+// ---- Layout ----------------------------------------------------------------------------
+
+namespace {
+
+constexpr int kMargin = 14;  // white border around everything
+constexpr int kGap = 6;      // between a label and what it labels
+constexpr int kBarGap = 18;  // between the cells and the colour bar
+constexpr int kBarWidth = 16;
+constexpr int kTickLength = 4;      // tick marks right of the colour bar
+constexpr int kMinBarHeight = 150;  // a colour bar shorter than this is hard to read
+constexpr int kTitleScale = 2;
+constexpr int kMaxLabelGlyphs = 12;  // longer labels are elided
+constexpr int64_t kMaxCells = 4096;  // per side
+constexpr int64_t kMaxSide = 16384;  // pixels, as for any Image
+constexpr Rgb kInk{34, 34, 34};
+constexpr Rgb kSubtle{110, 110, 110};
+constexpr Rgb kFrame{170, 170, 170};
+
+// The layout plus everything else the drawing needs, computed once.
+struct Plan {
+  HeatmapLayout layout;
+  std::vector<std::string> row_text, col_text;  // elided labels; "" where one is skipped
+  bool col_vertical = false;                    // column labels turned on their side
+  std::vector<double> ticks;
+  double tick_step = 1.0;
+  int title_x = 0, title_y = 0;
+  int col_axis_x = 0, col_axis_y = 0;
+  int col_labels_bottom = 0;  // column labels end just above this row of pixels
+  int row_axis_x = 0, row_axis_y = 0;
+  int row_labels_right = 0;  // row labels end just left of this column of pixels
+  int tick_labels_x = 0;
+  int value_label_x = 0, value_label_y = 0;
+};
+
+std::string index_or_label(const std::vector<std::string>& labels, int64_t i) {
+  return labels.empty() ? std::to_string(i) : labels[static_cast<size_t>(i)];
+}
+
+int ceil_div(int a, int b) {
+  return (a + b - 1) / b;
+}
+
+Plan plan_heatmap(std::span<const float> values, int64_t rows, int64_t cols,
+                  const HeatmapOptions& options) {
+  // Check everything before drawing anything.
+  if (rows <= 0 || cols <= 0)
+    throw std::invalid_argument(fmt::format("heatmap: cannot draw {} x {} cells", rows, cols));
+  if (static_cast<int64_t>(values.size()) != rows * cols)
+    throw std::invalid_argument(
+        fmt::format("heatmap: {} values cannot fill {} x {} cells", values.size(), rows, cols));
+  if (rows > kMaxCells || cols > kMaxCells)
+    throw std::invalid_argument(fmt::format(
+        "heatmap: {} x {} cells are too many to draw (at most {} a side)", rows, cols, kMaxCells));
+  if (!options.row_labels.empty() && static_cast<int64_t>(options.row_labels.size()) != rows)
+    throw std::invalid_argument(
+        fmt::format("heatmap: {} row labels for {} rows", options.row_labels.size(), rows));
+  if (!options.col_labels.empty() && static_cast<int64_t>(options.col_labels.size()) != cols)
+    throw std::invalid_argument(
+        fmt::format("heatmap: {} column labels for {} columns", options.col_labels.size(), cols));
+  if (options.cell_size > 0 && std::max(rows, cols) * options.cell_size > kMaxSide)
+    throw std::invalid_argument(fmt::format(
+        "heatmap: {} x {} cells of {} pixels do not fit in an image (at most {} pixels a side)",
+        rows, cols, options.cell_size, kMaxSide));
+  if (!options.auto_range && !(options.vmin < options.vmax))
+    throw std::invalid_argument(
+        fmt::format("heatmap: the value range [{}, {}] is empty (vmin must be less than vmax)",
+                    options.vmin, options.vmax));
+
+  Plan plan;
+  HeatmapLayout& l = plan.layout;
+  l.vmin = options.vmin;
+  l.vmax = options.vmax;
+  if (options.auto_range) {
+    float lo = std::numeric_limits<float>::infinity();
+    float hi = -lo;
+    for (float v : values) {
+      if (!std::isfinite(v)) continue;
+      lo = std::min(lo, v);
+      hi = std::max(hi, v);
+    }
+    if (lo > hi) {  // nothing finite to go by
+      lo = 0.0f;
+      hi = 1.0f;
+    } else if (lo == hi) {  // a constant matrix: put its colour in the middle of the map
+      const float pad = std::max(0.5f, std::abs(lo) * 0.5f);
+      lo -= pad;
+      hi += pad;
+    }
+    // Rounded out to the colour bar's tick step, so that both ends of the bar are labelled.
+    const double step = nice_step(lo, hi);
+    l.vmin = static_cast<float>(std::floor(lo / step + 1e-6) * step);
+    l.vmax = static_cast<float>(std::ceil(hi / step - 1e-6) * step);
+  }
+
+  // Cells of 40 pixels up to 12 x 12; bigger matrices shrink towards 4 pixels a cell, so a
+  // heatmap stays around 500 pixels wide.
+  const int64_t longest = std::max(rows, cols);
+  l.cell = options.cell_size > 0 ? options.cell_size
+                                 : static_cast<int>(std::clamp<int64_t>(480 / longest, 4, 40));
+  l.label_scale = l.cell >= 24 ? 2 : 1;
+  const int s = l.label_scale;
+  const int grid_w = static_cast<int>(cols) * l.cell;
+  const int grid_h = static_cast<int>(rows) * l.cell;
+
+  // Labels: every one when the cells are tall enough for a line of text, else every k-th.
+  const int max_label_width = kMaxLabelGlyphs * kAdvance * s;
+  const int stride = ceil_div(kCapHeight * s + 3, l.cell);
+  int row_label_width = 0;
+  for (int64_t i = 0; i < rows; ++i) {
+    plan.row_text.push_back(
+        i % stride == 0 ? elide(index_or_label(options.row_labels, i), max_label_width, s) : "");
+    row_label_width = std::max(row_label_width, text_width(plan.row_text.back(), s));
+  }
+  // Column labels read best level; a label may be wider than its cell as long as it keeps
+  // clear of its neighbours. Otherwise all of them are turned on their side.
+  std::vector<int> col_widths;
+  for (int64_t j = 0; j < cols; ++j) {
+    plan.col_text.push_back(elide(index_or_label(options.col_labels, j), max_label_width, s));
+    col_widths.push_back(text_width(plan.col_text.back(), s));
+  }
+  for (size_t j = 0; j + 1 < col_widths.size(); ++j)
+    plan.col_vertical |= (col_widths[j] + col_widths[j + 1]) / 2 + 3 * s > l.cell;
+  plan.col_vertical |= col_widths.size() == 1 && col_widths[0] > 2 * l.cell;
+  int col_label_width = 0;
+  if (plan.col_vertical) {
+    for (int64_t j = 0; j < cols; ++j) {
+      std::string& text = plan.col_text[static_cast<size_t>(j)];
+      if (j % stride != 0) text.clear();
+      col_label_width = std::max(col_label_width, text_width(text, s));
+    }
+  }
+  const int col_label_height = plan.col_vertical ? col_label_width : text_height(s);
+  // Level labels wider than their cell stick out by half the difference at either end.
+  const int overhang_left = plan.col_vertical ? 0 : std::max(0, (col_widths.front() - l.cell) / 2);
+  const int overhang_right = plan.col_vertical ? 0 : std::max(0, (col_widths.back() - l.cell) / 2);
+
+  // Top to bottom: title, column axis name, column labels, cells.
+  int y = kMargin;
+  const int title_w = text_width(options.title, kTitleScale);
+  if (!options.title.empty()) {
+    plan.title_y = y;
+    y += text_height(kTitleScale) + 8;
+  }
+  const int col_axis_w = text_width(options.col_axis, s);
+  if (!options.col_axis.empty()) {
+    plan.col_axis_y = y;
+    y += text_height(s) + 2;
+  }
+  plan.col_labels_bottom = y + col_label_height;
+  l.cells.y = plan.col_labels_bottom + kGap;
+
+  // Left to right: row axis name (turned), row labels, cells, colour bar, tick labels,
+  // value label (turned).
+  int x = kMargin;
+  const int row_axis_len = text_width(options.row_axis, s);
+  if (!options.row_axis.empty()) {
+    plan.row_axis_x = x;
+    plan.row_axis_y = l.cells.y + std::max(0, (grid_h - row_axis_len) / 2);
+    x += text_height(s) + 2 * kGap;
+  }
+  x = std::max(x + row_label_width + kGap, kMargin + overhang_left);
+  plan.row_labels_right = x - kGap;
+  l.cells = {x, l.cells.y, grid_w, grid_h};
+  int right = l.cells.x + grid_w + overhang_right;
+  int bottom = std::max(l.cells.y + grid_h, plan.row_axis_y + row_axis_len);
+  plan.col_axis_x = l.cells.x + (grid_w - col_axis_w) / 2;
+  if (plan.col_axis_x < l.cells.x) plan.col_axis_x = l.cells.x;
+  right = std::max(right, plan.col_axis_x + col_axis_w);
+
+  if (options.colour_bar) {
+    l.bar = {right + kBarGap, l.cells.y, kBarWidth, std::max(grid_h, kMinBarHeight)};
+    plan.tick_step = nice_step(l.vmin, l.vmax);
+    plan.ticks = nice_ticks(l.vmin, l.vmax);
+    plan.tick_labels_x = l.bar.x + l.bar.w + kTickLength + 3;
+    int tick_w = 0;
+    for (double t : plan.ticks)
+      tick_w = std::max(tick_w, text_width(format_tick(t, plan.tick_step), s));
+    right = plan.tick_labels_x + tick_w;
+    // The lowest tick label hangs half a line below the bar.
+    bottom = std::max(bottom, l.bar.y + l.bar.h + kCapHeight * s / 2);
+    if (!options.value_label.empty()) {
+      const int len = text_width(options.value_label, s);
+      plan.value_label_x = right + 2 * kGap;
+      plan.value_label_y = l.bar.y + std::max(0, (l.bar.h - len) / 2);
+      right = plan.value_label_x + text_height(s);
+      bottom = std::max(bottom, plan.value_label_y + len);
+    }
+  }
+
+  // A title wider than the picture widens the image; the picture is then centred under it.
+  l.width = std::max(right, kMargin + title_w) + kMargin;
+  const int shift = (l.width - (right + kMargin)) / 2;
+  l.cells.x += shift;
+  if (options.colour_bar) l.bar.x += shift;
+  for (int* px : {&plan.col_axis_x, &plan.row_axis_x, &plan.row_labels_right, &plan.tick_labels_x,
+                  &plan.value_label_x})
+    *px += shift;
+  // The title is centred over the cells, unless that would push it off the image.
+  plan.title_x = std::clamp(l.cells.x + (l.cells.w - title_w) / 2, kMargin,
+                            std::max(kMargin, l.width - kMargin - title_w));
+  l.height = bottom + kMargin;
+  return plan;
+}
+
+}  // namespace
+
+Rect HeatmapLayout::cell_rect(int64_t row, int64_t col) const {
+  return {cells.x + static_cast<int>(col) * cell, cells.y + static_cast<int>(row) * cell, cell,
+          cell};
+}
+
+HeatmapLayout heatmap_layout(std::span<const float> values, int64_t rows, int64_t cols,
+                             const HeatmapOptions& options) {
+  return plan_heatmap(values, rows, cols, options).layout;
+}
+
+// ---- Drawing ---------------------------------------------------------------------------
+
+Image heatmap(std::span<const float> values, int64_t rows, int64_t cols,
+              const HeatmapOptions& options) {
+  const Plan plan = plan_heatmap(values, rows, cols, options);
+  const HeatmapLayout& l = plan.layout;
+  const int s = l.label_scale;
+  Image image(l.width, l.height);
+
+  const float span = l.vmax - l.vmin;
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = 0; j < cols; ++j) {
+      const float v = values[static_cast<size_t>(i * cols + j)];
+      const Rgb colour = std::isfinite(v) ? colour_map((v - l.vmin) / span) : kNonFinite;
+      const Rect r = l.cell_rect(i, j);
+      image.fill_rect(r.x, r.y, r.w, r.h, colour);
+      if (options.show_values) {
+        const std::string text = fmt::format("{:.2f}", v);
+        const int w = text_width(text);
+        if (w + 4 <= r.w && kCapHeight + 4 <= r.h) {
+          // Dark text on light cells, white on dark ones (Rec. 709 luma).
+          const double luma = 0.2126 * colour.r + 0.7152 * colour.g + 0.0722 * colour.b;
+          draw_text(image, r.x + (r.w - w) / 2, r.y + (r.h - kCapHeight) / 2, text,
+                    luma > 128 ? kInk : kWhite);
+        }
+      }
+    }
+  }
+  image.stroke_rect(l.cells.x - 1, l.cells.y - 1, l.cells.w + 2, l.cells.h + 2, kFrame);
+
+  // Labels sit centred on their row or column; the cap height (not the descender) is what
+  // the eye centres on.
+  for (int64_t i = 0; i < rows; ++i) {
+    const std::string& text = plan.row_text[static_cast<size_t>(i)];
+    const Rect r = l.cell_rect(i, 0);
+    draw_text(image, plan.row_labels_right - text_width(text, s), r.y + (r.h - kCapHeight * s) / 2,
+              text, kInk, s);
+  }
+  for (int64_t j = 0; j < cols; ++j) {
+    const std::string& text = plan.col_text[static_cast<size_t>(j)];
+    const Rect r = l.cell_rect(0, j);
+    const int w = text_width(text, s);
+    if (plan.col_vertical)
+      draw_text_vertical(image, r.x + (r.w - kCapHeight * s) / 2, plan.col_labels_bottom - w, text,
+                         kInk, s);
+    else
+      draw_text(image, r.x + (r.w - w) / 2, plan.col_labels_bottom - text_height(s), text, kInk, s);
+  }
+  draw_text(image, plan.title_x, plan.title_y, options.title, kInk, kTitleScale, /*bold=*/true);
+  draw_text(image, plan.col_axis_x, plan.col_axis_y, options.col_axis, kSubtle, s);
+  draw_text_vertical(image, plan.row_axis_x, plan.row_axis_y, options.row_axis, kSubtle, s);
+
+  if (options.colour_bar) {
+    const Rect& bar = l.bar;
+    // Row py of the bar shows the value at fraction t of the range, vmax at the top.
+    auto bar_row = [&bar, &l](double value) {
+      const double t = (value - l.vmin) / (l.vmax - l.vmin);
+      return bar.y + static_cast<int>(std::lround((1.0 - t) * (bar.h - 1)));
+    };
+    for (int py = 0; py < bar.h; ++py) {
+      const float t = 1.0f - static_cast<float>(py) / static_cast<float>(bar.h - 1);
+      image.fill_rect(bar.x, bar.y + py, bar.w, 1, colour_map(t));
+    }
+    image.stroke_rect(bar.x - 1, bar.y - 1, bar.w + 2, bar.h + 2, kFrame);
+    for (double t : plan.ticks) {
+      const int py = bar_row(t);
+      image.fill_rect(bar.x + bar.w + 1, py, kTickLength, 1, kSubtle);
+      draw_text(image, plan.tick_labels_x, py - kCapHeight * s / 2, format_tick(t, plan.tick_step),
+                kInk, s);
+    }
+    draw_text_vertical(image, plan.value_label_x, plan.value_label_y, options.value_label, kSubtle,
+                       s);
+  }
+  return image;
+}
+
+Image heatmap(const Tensor& matrix, const HeatmapOptions& options) {
+  if (matrix.rank() != 2)
+    throw ShapeError(fmt::format(
+        "heatmap: expected a matrix [rows, cols] but the tensor has shape {}", matrix.shape()));
+  const std::span<const float> values(matrix.data(), static_cast<size_t>(matrix.numel()));
+  return heatmap(values, matrix.dim(0), matrix.dim(1), options);
+}
+
+// ---- Grid of panels --------------------------------------------------------------------
+
+Image grid(const std::vector<Image>& panels, int64_t columns, const std::string& title,
+           int spacing) {
+  if (panels.empty()) throw std::invalid_argument("grid: there are no panels to arrange");
+  if (columns < 1)
+    throw std::invalid_argument(fmt::format("grid: {} columns cannot hold a panel", columns));
+  if (spacing < 0)
+    throw std::invalid_argument(fmt::format("grid: spacing {} is negative", spacing));
+  const int n = static_cast<int>(panels.size());
+  const int cols = static_cast<int>(std::min<int64_t>(columns, n));
+  const int rows = ceil_div(n, cols);
+  // Each column is as wide as its widest panel and each row as tall as its tallest, so a
+  // panel without a colour bar leaves no hole.
+  std::vector<int> col_x(static_cast<size_t>(cols) + 1, 0), row_y(static_cast<size_t>(rows) + 1, 0);
+  for (int k = 0; k < n; ++k) {
+    int& w = col_x[static_cast<size_t>(k % cols) + 1];
+    int& h = row_y[static_cast<size_t>(k / cols) + 1];
+    w = std::max(w, panels[static_cast<size_t>(k)].width() + spacing);
+    h = std::max(h, panels[static_cast<size_t>(k)].height() + spacing);
+  }
+  for (size_t c = 1; c < col_x.size(); ++c) col_x[c] += col_x[c - 1];
+  for (size_t r = 1; r < row_y.size(); ++r) row_y[r] += row_y[r - 1];
+
+  // Panels bring their own white margins, so the grid adds only `spacing` between them.
+  const int title_scale = kTitleScale + 1;
+  const int title_h = title.empty() ? 0 : kMargin + text_height(title_scale);
+  const int title_w = text_width(title, title_scale);
+  const int panels_w = col_x.back() - spacing;
+  const int width = std::max(panels_w, title_w + 2 * kMargin);
+  Image image(width, title_h + row_y.back() - spacing);
+  draw_text(image, (width - title_w) / 2, kMargin, title, kInk, title_scale, /*bold=*/true);
+  const int left = (width - panels_w) / 2;
+  for (int k = 0; k < n; ++k)
+    image.blit(panels[static_cast<size_t>(k)], left + col_x[static_cast<size_t>(k % cols)],
+               title_h + row_y[static_cast<size_t>(k / cols)]);
+  return image;
+}
+
+}  // namespace gf::viz
