@@ -44,27 +44,6 @@ IndexTensor pad_sequences(std::span<const std::vector<int32_t>> sequences, int32
                       [&](int64_t b) { return std::span(sequences[static_cast<size_t>(b)]); });
 }
 
-Tensor padding_mask(const IndexTensor& ids, int32_t pad) {
-  if (ids.shape().rank() != 2)
-    throw ShapeError(
-        fmt::format("padding_mask: expected ids of shape [B, S], got {}", ids.shape()));
-  const int64_t batch = ids.shape()[0], length = ids.shape()[1];
-  Tensor mask = Tensor::zeros({batch, 1, 1, length});
-  float* m = mask.data();
-  const int32_t* id = ids.data();
-  for (int64_t i = 0; i < batch * length; ++i) m[i] = id[i] == pad ? 1.0f : 0.0f;
-  return mask;
-}
-
-Tensor look_ahead_mask(int64_t t) {
-  if (t < 1) throw ShapeError(fmt::format("look_ahead_mask: size is {} but must be at least 1", t));
-  Tensor mask = Tensor::zeros({1, 1, t, t});
-  float* m = mask.data();
-  for (int64_t i = 0; i < t; ++i)
-    for (int64_t j = i + 1; j < t; ++j) m[i * t + j] = 1.0f;
-  return mask;
-}
-
 Batch make_batch(std::span<const Pair> pairs, int32_t pad) {
   if (pairs.empty()) throw ShapeError("make_batch: the batch is empty (0 pairs)");
   size_t src_len = 0, tgt_len = 0;
@@ -98,17 +77,6 @@ Batch make_batch(std::span<const Pair> pairs, int32_t pad) {
   });
   out.tgt_out =
       stack_padded(batch, t, pad, [&](int64_t b) { return std::span(pair_at(b).tgt).subspan(1); });
-  out.src_mask = padding_mask(out.src, pad);
-
-  // tgt_mask[b, 0, i, j] = 1 if j > i (the future) or tgt_in[b, j] is padding.
-  out.tgt_mask = Tensor::zeros({batch, 1, t, t});
-  float* m = out.tgt_mask.data();
-  const int32_t* in = out.tgt_in.data();
-  for (int64_t b = 0; b < batch; ++b)
-    for (int64_t i = 0; i < t; ++i)
-      for (int64_t j = 0; j < t; ++j)
-        m[(b * t + i) * t + j] = (j > i || in[b * t + j] == pad) ? 1.0f : 0.0f;
-
   const int32_t* target = out.tgt_out.data();
   out.target_tokens =
       std::count_if(target, target + batch * t, [pad](int32_t id) { return id != pad; });

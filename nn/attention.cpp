@@ -43,6 +43,8 @@ Tensor padding_mask(const IndexTensor& ids, int32_t pad) {
 }
 
 Tensor look_ahead_mask(int64_t length) {
+  if (length < 1)
+    throw ShapeError(fmt::format("look_ahead_mask: length is {} but must be at least 1", length));
   Tensor mask = Tensor::empty({1, 1, length, length});
   for (int64_t i = 0; i < length; ++i)
     for (int64_t j = 0; j < length; ++j) mask.data()[i * length + j] = j > i ? 1.0f : 0.0f;

@@ -37,61 +37,10 @@ TEST_CASE("make_batch pads and shifts a hand-built batch", "[data][batch]") {
   CHECK(b.target_tokens == 6);
 }
 
-TEST_CASE("make_batch builds the padding and look-ahead masks", "[data][batch]") {
-  const Batch b = make_batch(two_pairs);
-  REQUIRE(b.src_mask.shape() == Shape{2, 1, 1, 4});
-  CHECK(b.src_mask.to_vector() == std::vector<float>{0, 0, 0, 0,  //
-                                                     0, 0, 1, 1});
-  REQUIRE(b.tgt_mask.shape() == Shape{2, 1, 4, 4});
-  CHECK(b.tgt_mask.to_vector() ==
-        std::vector<float>{0, 1, 1, 1,  // pair 0: the future only
-                           0, 0, 1, 1,  //
-                           0, 0, 0, 1,  //
-                           0, 0, 0, 0,  //
-                           0, 1, 1, 1,  // pair 1: the future, and keys 2, 3 (pad)
-                           0, 0, 1, 1,  //
-                           0, 0, 1, 1,  //
-                           0, 0, 1, 1});
-}
-
-TEST_CASE("masks broadcast against scores of shape B, H, T, S in masked_fill + softmax",
-          "[data][batch]") {
-  const Batch b = make_batch(two_pairs);
-  const float inf = std::numeric_limits<float>::infinity();
-  // Equal scores: each query spreads its attention evenly over the keys it may see.
-  const Tensor self = softmax(masked_fill(Tensor::zeros({2, 3, 4, 4}), b.tgt_mask, -inf));
-  CHECK(self.at({0, 2, 0, 0}) == Approx(1.0f));
-  CHECK(self.at({0, 1, 2, 1}) == Approx(1.0f / 3));
-  CHECK(self.at({0, 1, 2, 3}) == 0.0f);
-  CHECK(self.at({1, 0, 3, 1}) == Approx(0.5f));  // pair 1, query 3: keys 0 and 1 only
-  CHECK(self.at({1, 0, 3, 2}) == 0.0f);
-  const Tensor cross = softmax(masked_fill(Tensor::zeros({2, 3, 4, 4}), b.src_mask, -inf));
-  CHECK(cross.at({1, 2, 0, 1}) == Approx(0.5f));
-  CHECK(cross.at({1, 2, 3, 3}) == 0.0f);
-  CHECK(cross.at({0, 2, 3, 3}) == Approx(0.25f));
-}
-
-TEST_CASE("look_ahead_mask and padding_mask on their own", "[data][batch]") {
-  const Tensor m = look_ahead_mask(3);
-  REQUIRE(m.shape() == Shape{1, 1, 3, 3});
-  CHECK(m.to_vector() == std::vector<float>{0, 1, 1, 0, 0, 1, 0, 0, 0});
-  CHECK(look_ahead_mask(1).to_vector() == std::vector<float>{0});
-  REQUIRE_THROWS_WITH(look_ahead_mask(0),
-                      Contains("look_ahead_mask: size is 0 but must be at least 1"));
-
-  const IndexTensor x = IndexTensor::from({2, 3}, {4, 9, 9, 9, 5, 6});
-  const Tensor p = padding_mask(x, /*pad=*/9);
-  REQUIRE(p.shape() == Shape{2, 1, 1, 3});
-  CHECK(p.to_vector() == std::vector<float>{0, 1, 1, 1, 0, 0});
-  REQUIRE_THROWS_WITH(padding_mask(IndexTensor::zeros({6})),
-                      Contains("padding_mask: expected ids of shape [B, S], got [6]"));
-}
-
 TEST_CASE("make_batch honours another pad id", "[data][batch]") {
   const Batch b = make_batch(two_pairs, /*pad=*/9);
   CHECK(values(b.src) == ids{5, 6, 7, 2, 8, 2, 9, 9});
   CHECK(values(b.tgt_out) == ids{5, 6, 7, 2, 8, 2, 9, 9});
-  CHECK(b.src_mask.to_vector() == std::vector<float>{0, 0, 0, 0, 0, 0, 1, 1});
   CHECK(b.target_tokens == 6);
 }
 
@@ -102,15 +51,11 @@ TEST_CASE("a batch of generated copy pairs has the expected shapes", "[data][bat
   CHECK(b.src.shape() == Shape{64, 11});
   CHECK(b.tgt_in.shape() == Shape{64, 11});
   CHECK(b.tgt_out.shape() == Shape{64, 11});
-  CHECK(b.src_mask.shape() == Shape{64, 1, 1, 11});
-  CHECK(b.tgt_mask.shape() == Shape{64, 1, 11, 11});
   CHECK(b.target_tokens == 64 * 11);
   CHECK(b.src.at({0, 0}) == 10);
   CHECK(b.tgt_in.at({0, 0}) == kBos);
   CHECK(b.tgt_out.at({0, 10}) == kEos);
-  float blocked = 0;
-  for (float v : b.src_mask.to_vector()) blocked += v;
-  CHECK(blocked == 0);  // equal lengths: no padding
+  CHECK(std::count(b.src.data(), b.src.data() + b.src.numel(), kPad) == 0);  // equal lengths
 }
 
 TEST_CASE("make_batch refuses bad pairs with clear messages", "[data][batch]") {

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <limits>
 
 #include "autograd/errors.h"
 #include "autograd/graph.h"
@@ -95,6 +96,25 @@ TEST_CASE("masks block padding and the future", "[nn][attention][masks]") {
   CHECK(t.shape() == Shape{2, 1, 3, 3});
   CHECK(slice(t, 0, 0, 1).to_vector() == std::vector<float>{0, 1, 1, 0, 0, 1, 0, 0, 1});
   CHECK(slice(t, 0, 1, 2).to_vector() == std::vector<float>{0, 1, 1, 0, 1, 1, 0, 1, 1});
+  REQUIRE_THROWS_WITH(look_ahead_mask(0), Contains("look_ahead_mask: length is 0 but must be"));
+  REQUIRE_THROWS_WITH(padding_mask(IndexTensor::zeros({6}), 0),
+                      Contains("padding_mask: ids must be [B, L], got [6]"));
+}
+
+TEST_CASE("masks broadcast over heads and queries in masked_fill + softmax",
+          "[nn][attention][masks]") {
+  // Scores of zeros: each query spreads its attention evenly over the keys it may see.
+  const IndexTensor ids = IndexTensor::from({2, 4}, {1, 5, 6, 7, 1, 8, 0, 0});
+  const float inf = std::numeric_limits<float>::infinity();
+  const Tensor self = softmax(masked_fill(Tensor::zeros({2, 3, 4, 4}), target_mask(ids, 0), -inf));
+  CHECK(self.at({0, 2, 0, 0}) == 1.0f);           // the first query sees only itself
+  CHECK(self.at({0, 1, 3, 2}) == Approx(0.25f));  // the last sees all four
+  CHECK(self.at({1, 0, 3, 1}) == Approx(0.5f));   // ... but in row 1 two keys are padding
+  CHECK(self.at({1, 0, 3, 2}) == 0.0f);
+  const Tensor cross =
+      softmax(masked_fill(Tensor::zeros({2, 3, 5, 4}), padding_mask(ids, 0), -inf));
+  CHECK(cross.at({1, 2, 4, 0}) == Approx(0.5f));
+  CHECK(cross.at({1, 2, 4, 3}) == 0.0f);
 }
 
 TEST_CASE("scaled dot-product attention equals the loops that define it", "[nn][attention]") {
