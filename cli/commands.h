@@ -24,7 +24,7 @@ struct TrainOptions {
   std::string init;  // start from this checkpoint (its configuration wins)
   std::string optimizer = "adam";
   std::string schedule = "noam";
-  float lr = 1.0f;       // the factor of the noam schedule, or the constant rate
+  float lr = 0.5f;       // the factor of the noam schedule, or the constant rate
   int64_t warmup = 200;  // noam warm-up steps
   float clip = 0.0f;     // gradient-norm limit; 0: none
   int64_t batch = 64;

@@ -13,11 +13,12 @@
 
 namespace gf::cli {
 
-std::unique_ptr<Transformer> load_model(const std::string& path) {
+std::unique_ptr<Transformer> load_model(const std::string& path, float dropout, uint64_t seed) {
   // The configuration first, from the header, so that the model has the file's shapes.
   const nn::SafetensorsFile file = nn::load_safetensors(path);
-  const TransformerConfig config = TransformerConfig::from_metadata(file.metadata, path);
-  Rng rng(0);  // the initial values are overwritten by the checkpoint's
+  TransformerConfig config = TransformerConfig::from_metadata(file.metadata, path);
+  config.dropout = dropout;
+  Rng rng(seed);  // seeds the dropout masks; the initial values are overwritten by the file's
   auto model = std::make_unique<Transformer>(config, rng);
   nn::load_checkpoint(path, *model);
   return model;
@@ -87,6 +88,11 @@ void Progress::update(int64_t done, const std::string& status) {
     last_logged_ = tenth;
     fmt::print(stderr, "{}/{} {} ({:.1f}s)\n", done, total_, status, elapsed);
   }
+}
+
+void Progress::note(const std::string& line) {
+  if (terminal_) fmt::print(stderr, "\r{:<100}\r", "");  // the next update redraws the bar below
+  fmt::print(stderr, "{}\n", line);
 }
 
 void Progress::finish(const std::string& status) {

@@ -13,7 +13,10 @@
 namespace gf::cli {
 
 // A model rebuilt from a checkpoint: the configuration from its metadata, then the weights.
-std::unique_ptr<Transformer> load_model(const std::string& path);
+// A checkpoint does not store dropout (a loaded model is for inference), so a model loaded to
+// train on passes its rate, and the seed of the generator that draws its masks.
+std::unique_ptr<Transformer> load_model(const std::string& path, float dropout = 0.0f,
+                                        uint64_t seed = 0);
 void save_model(const std::string& path, const Transformer& model);
 
 // "5 6 7 2" -> {5, 6, 7, 2}. Throws std::invalid_argument naming `what` for anything else.
@@ -31,6 +34,9 @@ class Progress {
  public:
   explicit Progress(int64_t total);
   void update(int64_t done, const std::string& status);
+  // A message line between updates: on a terminal it takes the bar's place (the bar comes
+  // back below it), in a log it is just the next line.
+  void note(const std::string& line);
   void finish(const std::string& status);
 
  private:

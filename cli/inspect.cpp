@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <iostream>
+#include <stdexcept>
 
 #include "autograd/graph.h"
 #include "autograd/ops.h"
@@ -38,6 +39,12 @@ int run_score(const ScoreOptions& o) {
 
 // Source ids on stdin, one sequence per line; output ids on stdout, without bos and eos.
 int run_decode(const DecodeOptions& o) {
+  // Checked here, in the same words as train's options, rather than with CLI11's range check,
+  // whose message prints the largest double in full.
+  if (o.beam < 1)
+    throw std::invalid_argument(fmt::format("--beam must be positive, got {}", o.beam));
+  if (o.max_len < 0)
+    throw std::invalid_argument(fmt::format("--max-len must not be negative, got {}", o.max_len));
   auto model = load_model(o.ckpt);
   const data::IdLines lines = data::read_id_lines(std::cin);
   data::check_ids(lines, static_cast<int32_t>(model->config.vocab_size));
@@ -68,7 +75,16 @@ struct Kind {
 int run_attention(const AttentionOptions& o) {
   auto model = load_model(o.ckpt);
   const TransformerConfig& c = model->config;
+  // Each id list is checked against the vocabulary as soon as it is read: the source before
+  // the greedy decoding below, whose own message would not name --src.
+  auto check_range = [&](const std::vector<int32_t>& ids, const char* what) {
+    for (int32_t id : ids)
+      if (id >= c.vocab_size)
+        throw std::invalid_argument(
+            fmt::format("{}: token id {} is out of range [0, {})", what, id, c.vocab_size));
+  };
   std::vector<int32_t> src = parse_ids(o.src, "--src");
+  check_range(src, "--src");
   std::vector<int32_t> tgt;
   if (!o.tgt.empty()) {
     tgt = parse_ids(o.tgt, "--tgt");
@@ -80,14 +96,7 @@ int run_attention(const AttentionOptions& o) {
     tgt.insert(tgt.end(), decoded[0].begin(), decoded[0].end());
     tgt.push_back(c.eos_id);
   }
-  for (int32_t id : src)
-    if (id >= c.vocab_size)
-      throw std::invalid_argument(
-          fmt::format("--src: token id {} is out of range [0, {})", id, c.vocab_size));
-  for (int32_t id : tgt)
-    if (id >= c.vocab_size)
-      throw std::invalid_argument(
-          fmt::format("--tgt: token id {} is out of range [0, {})", id, c.vocab_size));
+  check_range(tgt, "--tgt");
 
   model->eval();
   model->record_attention(true);

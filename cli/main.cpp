@@ -7,6 +7,8 @@
 
 #include <CLI/CLI.hpp>
 #include <exception>
+#include <string>
+#include <vector>
 
 #include "cli/commands.h"
 
@@ -26,14 +28,14 @@ int main(int argc, char** argv) {
   t->add_option("--length", train.length, "Content length of generated sequences (the longest)")
       ->capture_default_str();
   t->add_option("--min-length", train.min_length, "Shortest generated content (default: --length)");
-  t->add_option("--init", train.init, "Start from this checkpoint (its configuration is used)")
+  t->add_option("--init", train.init,
+                "Start from this checkpoint (its configuration is used; --dropout still applies)")
       ->check(CLI::ExistingFile);
-  t->add_option(
+  // add_option_function converts the value itself, so "--layers x" is reported as a usage
+  // error; a hand-written std::stoll here would throw past CLI11 and abort the program.
+  t->add_option_function<int64_t>(
       "--layers",
-      [&](const CLI::results_t& r) {
-        train.model.encoder_layers = train.model.decoder_layers = std::stoll(r[0]);
-        return true;
-      },
+      [&](const int64_t& n) { train.model.encoder_layers = train.model.decoder_layers = n; },
       "Encoder and decoder layers, N (default 2)");
   t->add_option("--d-model", train.model.d_model, "Model width d_model")->capture_default_str();
   t->add_option("--d-ff", train.model.d_ff, "Feed-forward width d_ff")->capture_default_str();
@@ -43,8 +45,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   t->add_option("--max-len", train.model.max_len, "Longest sequence the model accepts")
       ->capture_default_str();
-  t->add_flag("--tied,!--no-tied", train.model.tied,
-              "Share one matrix for both embeddings and the output projection (§3.4)")
+  t->add_flag("--tied{true},--no-tied{false}", train.model.tied,
+              "One matrix for both embeddings and the output projection (§3.4; the default)")
       ->capture_default_str();
   t->add_flag("--norm-first", train.model.norm_first, "Pre-norm layers (not in the paper)");
   t->add_option("--dropout", train.model.dropout, "Dropout rate (§5.4 uses 0.1)")
@@ -65,6 +67,8 @@ int main(int argc, char** argv) {
   t->add_option("--eval-every", train.eval_every,
                 "Check exact copies every N steps (0: at the end)")
       ->capture_default_str();
+  t->add_option("--eval-count", train.eval_count, "Fresh sequences decoded to measure exact copies")
+      ->capture_default_str();
   t->add_option("--seed", train.seed, "Random seed: the same seed gives the same run")
       ->capture_default_str();
   t->add_option("--threads", train.threads, "Threads (0: all cores)")->capture_default_str();
@@ -82,8 +86,7 @@ int main(int argc, char** argv) {
   CLI::App* d = app.add_subcommand("decode", "Translate id lines from stdin, one output line each");
   d->add_option("--ckpt", decode.ckpt, "Checkpoint")->required()->check(CLI::ExistingFile);
   d->add_option("--beam", decode.beam, "Beam size (1: greedy; the paper uses 4)")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->capture_default_str();
   d->add_option("--length-penalty", decode.length_penalty, "Beam length penalty alpha (§6.1: 0.6)")
       ->capture_default_str();
   d->add_option("--max-len", decode.max_len, "Most tokens to generate (0: source length + 50)")
@@ -96,7 +99,21 @@ int main(int argc, char** argv) {
   a->add_option("--tgt", attention.tgt, "Target ids (default: the model's greedy output)");
   a->add_option("--out", attention.out, "Directory for the images")->capture_default_str();
 
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // A mistyped command ("transformer trian") reaches CLI11 as a stray word, and CLI11 then
+    // reports only "A subcommand is required"; say which word was not understood instead.
+    const std::vector<std::string> stray = app.remaining();
+    if (app.get_subcommands().empty() && !stray.empty() && !stray.front().starts_with('-')) {
+      fmt::print(stderr,
+                 "transformer: error: unknown command \"{}\" (expected train, score, decode or "
+                 "attention; see transformer --help)\n",
+                 stray.front());
+      return e.get_exit_code();
+    }
+    return app.exit(e);
+  }
   try {
     if (t->parsed()) return run_train(train);
     if (s->parsed()) return run_score(score);

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <optional>
 #include <stdexcept>
 
@@ -114,14 +115,23 @@ int run_train(const TrainOptions& o) {
   if (o.init.empty()) {
     model = std::make_unique<Transformer>(o.model, rng);
   } else {
-    model = load_model(o.init);
-    fmt::print(stderr, "starting from {} (its configuration replaces the model flags)\n", o.init);
+    // The file fixes the architecture, but dropout is a training choice it does not store:
+    // --dropout still applies, with masks drawn from --seed.
+    model = load_model(o.init, o.model.dropout, rng.next_u64());
+    fmt::print(stderr,
+               "starting from {} (its configuration replaces the model flags except "
+               "--dropout)\n",
+               o.init);
   }
   const TransformerConfig& config = model->config;
   BatchSource source(o, config, rng.next_u64());
   if (source.longest() > config.max_len)
     throw std::invalid_argument(fmt::format("sequences of up to {} tokens do not fit --max-len {}",
                                             source.longest(), config.max_len));
+  // The checkpoint's folder is made now, once the options have passed, so that a --save path
+  // that cannot be written fails before the training run rather than after it.
+  const std::filesystem::path save_dir = std::filesystem::path(o.save).parent_path();
+  if (!save_dir.empty()) std::filesystem::create_directories(save_dir);
   model->train();
   fmt::print(
       stderr, "model: {} parameters (d_model {}, d_ff {}, heads {}, layers {}+{}, vocab {}{})\n",
@@ -166,8 +176,8 @@ int run_train(const TrainOptions& o) {
     if (o.eval_every > 0 && step % o.eval_every == 0 && step < o.steps && source.generated()) {
       const double accuracy = exact_match(*model, source.fresh(o.eval_count));
       model->train();
-      fmt::print(stderr, "\nstep {}: {:.0f}% of {} fresh sequences decoded exactly\n", step,
-                 100 * accuracy, o.eval_count);
+      progress.note(fmt::format("step {}: {:.0f}% of {} fresh sequences decoded exactly", step,
+                                100 * accuracy, o.eval_count));
     }
   }
   const double seconds =

@@ -185,7 +185,7 @@ TEST_CASE("a trained model copies, greedy with and without the cache agree, beam
           "[models][decode]") {
   Rng rng(7);
   Transformer model(tiny(), rng);
-  train_copy(model, 300, rng);
+  train_copy(model, 600, rng);
   const IndexTensor src =
       IndexTensor::from({3, 6}, {4, 9, 3, 7, 5, 2, 10, 10, 6, 8, 3, 2, 5, 4, 3, 9, 7, 2});
   const auto cached = greedy_decode(model, src);

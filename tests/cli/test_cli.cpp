@@ -1,0 +1,457 @@
+// The `transformer` command, run as a user runs it: the real binary in a shell, with stdin,
+// stdout and stderr in files and the exit status checked. One small copy model is trained
+// once (the first test that needs it) and then decoded, scored and drawn by the others.
+//
+// The copy task (data/tasks.h):  src = c1 ... cn eos,  tgt = bos c1 ... cn eos,  c in [4, 11).
+// A model that has learned it attends from target position i to source position i; the
+// heatmaps `attention` draws cannot easily be read back, so one test loads the checkpoint
+// in-process instead and checks that its cross-attention is that diagonal.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "autograd/graph.h"
+#include "models/transformer.h"
+#include "nn/checkpoint.h"
+#include "nn/safetensors.h"
+
+namespace fs = std::filesystem;
+using Catch::Matchers::Contains;
+
+namespace {
+
+// A fresh directory under the system's temporary folder, removed with everything in it when
+// the object goes.
+class ScratchDir {
+ public:
+  ScratchDir() {
+    for (int attempt = 0;; ++attempt) {
+      path_ = fs::temp_directory_path() /
+              ("gradformer_cli_" + std::to_string(getpid()) + "_" + std::to_string(next_id_++));
+      if (fs::create_directory(path_)) break;
+      if (attempt > 1000) FAIL("cannot create a scratch directory near " << path_);
+    }
+  }
+  ~ScratchDir() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+
+  const fs::path& path() const { return path_; }
+  fs::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  static inline int next_id_ = 0;
+  fs::path path_;
+};
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write_file(const fs::path& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+// 'text' for sh, with each ' written as '\''.
+std::string quote(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+struct Result {
+  int status = -1;  // the exit code; 128 + N when killed by signal N (a crash)
+  std::string out, err;
+};
+
+std::ostream& operator<<(std::ostream& os, const Result& r) {
+  return os << "exit " << r.status << "\n--- stdout:\n" << r.out << "--- stderr:\n" << r.err;
+}
+
+using Args = std::vector<std::string>;
+
+// "train --steps 20" -> {"train", "--steps", "20"}: arguments as typed, for those without
+// spaces; paths, which may hold spaces, are added as whole elements.
+Args words(const std::string& text) {
+  std::istringstream in(text);
+  return Args(std::istream_iterator<std::string>(in), std::istream_iterator<std::string>());
+}
+
+Args operator+(Args a, const Args& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// Runs `transformer args...` with input on stdin, in a scratch directory, so that whatever a
+// run writes by default (train's out/model.safetensors) lands there.
+Result transformer(const Args& args, const std::string& input = "") {
+  // OpenMP threads spin while they wait for each other. When other processes hold the cores,
+  // a spinning thread keeps its partner from running, and a one-second training run took 15 to
+  // 20 s here; waiting passively costs nothing when the cores are free. Children inherit it.
+  static const bool passive = setenv("OMP_WAIT_POLICY", "passive", /*overwrite=*/0) == 0;
+  REQUIRE(passive);
+
+  static ScratchDir io;  // the captured streams of every run, each overwritten by the next
+  const fs::path in = io / "stdin", out = io / "stdout", err = io / "stderr";
+  write_file(in, input);
+  std::string command = "cd " + quote(io.path().string()) + " && " +
+                        quote((fs::path(GRADFORMER_BIN_DIR) / "transformer").string());
+  for (const std::string& arg : args) command += " " + quote(arg);
+  command += " <" + quote(in) + " >" + quote(out) + " 2>" + quote(err);
+  const int raw = std::system(command.c_str());
+  REQUIRE(raw != -1);
+  Result r;
+  r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
+  r.out = read_file(out);
+  r.err = read_file(err);
+  return r;
+}
+
+bool is_png(const fs::path& path) {
+  return read_file(path).starts_with("\x89PNG\r\n\x1a\n");
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// The copy model that decode, score and attention are tested with: one layer each side, so
+// the last decoder layer's cross-attention is the only place the copy can happen. 300 steps
+// of 64 fresh sequences of length 6 decode 100 fresh ones exactly for each of the seeds 1 to
+// 12 (about 1 s in a Release build); the 2-layer model, at 250 to 400 steps of 32, did not.
+constexpr int kLayers = 1, kHeads = 2;
+const std::string kCopyTraining = "train --task copy --length 6 --layers " +
+                                  std::to_string(kLayers) + " --d-model 32 --d-ff 64 --heads " +
+                                  std::to_string(kHeads) +
+                                  " --batch 64 --steps 300 --warmup 100 --threads 2 --seed 3";
+
+struct TrainedCopy {
+  TrainedCopy() : result(transformer(words(kCopyTraining) + Args{"--save", ckpt.string()})) {}
+
+  ScratchDir dir;
+  fs::path ckpt = dir / "copy.safetensors";
+  Result result;
+};
+
+// Trained on first use, then shared by the tests that follow.
+const TrainedCopy& trained_copy() {
+  static const TrainedCopy trained;
+  INFO(trained.result);
+  REQUIRE(trained.result.status == 0);
+  return trained;
+}
+
+// An untrained model's checkpoint, for tests that need a valid file rather than a good model.
+fs::path tiny_checkpoint(const ScratchDir& dir) {
+  const fs::path path = dir / "tiny.safetensors";
+  const Result r = transformer(
+      words("train --steps 1 --batch 2 --length 3 --layers 1 --d-model 8 --d-ff 8 --heads 2") +
+      Args{"--save", path.string()});
+  INFO(r);
+  REQUIRE(r.status == 0);
+  return path;
+}
+
+// Copy sources of content length 6 (the only length the model saw), each without its eos.
+const std::vector<std::string> kContents = {"5 6 7 8 9 10", "10 9 8 7 6 5", "4 7 4 7 10 4",
+                                            "6 4 9 5 10 8", "8 8 5 5 9 9",  "7 10 6 4 8 5"};
+
+}  // namespace
+
+TEST_CASE("help for the command and each subcommand names the main flags", "[cli]") {
+  const std::vector<std::pair<Args, std::vector<std::string>>> cases = {
+      {{"--help"}, {"train", "score", "decode", "attention"}},
+      {{"train", "--help"},
+       {"--task", "--pairs", "--init", "--layers", "--d-model", "--d-ff", "--heads", "--steps",
+        "--batch", "--seed", "--threads", "--save"}},
+      {{"score", "--help"}, {"--ckpt", "--pairs"}},
+      {{"decode", "--help"}, {"--ckpt", "--beam", "--length-penalty", "--max-len"}},
+      {{"attention", "--help"}, {"--ckpt", "--src", "--tgt", "--out"}}};
+  for (const auto& [args, flags] : cases) {
+    const Result r = transformer(args);
+    INFO(r);
+    CHECK(r.status == 0);
+    for (const std::string& flag : flags) CHECK_THAT(r.out, Contains(flag));
+  }
+}
+
+TEST_CASE("train learns the copy task and the other subcommands use its checkpoint",
+          "[cli][train][decode][score][attention]") {
+  // One test case with sections, not several, so that ctest (which runs each test case in a
+  // process of its own) trains the model once.
+  const TrainedCopy& t = trained_copy();
+
+  SECTION("the run reaches 100% and writes a checkpoint and two curves") {
+    const Result& r = t.result;
+    INFO(r);
+    CHECK_THAT(r.out, Contains("exact: 100.0% of 100 fresh sequences"));
+    CHECK(fs::file_size(t.ckpt) > 0);
+    CHECK(is_png(t.dir / "copy.loss.png"));
+    CHECK(is_png(t.dir / "copy.lr.png"));
+    // stderr is a file, not a terminal: plain progress lines, no \r redraws.
+    CHECK_THAT(r.err, Contains("model: "));
+    CHECK_THAT(r.err, Contains("\n300/300 loss "));
+    CHECK(r.err.find('\r') == std::string::npos);
+  }
+
+  SECTION("decode gives back the source content, greedy and with beam search") {
+    std::string input;
+    for (const std::string& content : kContents) input += content + " 2\n";
+    for (const std::string beam : {"1", "4"}) {
+      const Result r =
+          transformer(Args{"decode", "--ckpt", t.ckpt.string(), "--beam", beam}, input);
+      INFO("--beam " << beam << "\n" << r);
+      REQUIRE(r.status == 0);
+      CHECK(lines_of(r.out) == kContents);
+    }
+  }
+
+  SECTION("score prints one finite NLL per pair, lower for the right target") {
+    ScratchDir dir;
+    // Each source twice: with its copy, then with the copy's first two tokens swapped.
+    std::string pairs;
+    for (const std::string& content : kContents) {
+      Args w = words(content);
+      std::swap(w[0], w[1]);
+      if (w[0] == w[1]) w[0] = w[0] == "4" ? "5" : "4";  // still wrong when they are equal
+      std::string wrong;
+      for (const std::string& id : w) wrong += id + " ";
+      pairs += content + " 2\t1 " + content + " 2\n";
+      pairs += content + " 2\t1 " + wrong + "2\n";
+    }
+    write_file(dir / "pairs.tsv", pairs);
+    const Result r =
+        transformer({"score", "--ckpt", t.ckpt.string(), "--pairs", (dir / "pairs.tsv").string()});
+    INFO(r);
+    REQUIRE(r.status == 0);
+    const std::vector<std::string> lines = lines_of(r.out);
+    REQUIRE(lines.size() == 2 * kContents.size());
+    std::vector<double> nll;
+    for (const std::string& line : lines) {
+      size_t used = 0;
+      nll.push_back(std::stod(line, &used));
+      CHECK(used == line.size());
+      CHECK(std::isfinite(nll.back()));
+      CHECK(nll.back() >= 0.0);
+    }
+    for (size_t i = 0; i < kContents.size(); ++i) {
+      INFO(kContents[i]);
+      CHECK(nll[2 * i] < nll[2 * i + 1]);
+    }
+  }
+
+  SECTION("attention draws every layer and head of the three kinds, and a grid of each") {
+    ScratchDir dir;
+    const fs::path out = dir / "att";
+    const Result r = transformer(
+        {"attention", "--ckpt", t.ckpt.string(), "--src", "5 6 7 8 9 2", "--out", out.string()});
+    INFO(r);
+    REQUIRE(r.status == 0);
+    std::vector<std::string> expected;
+    for (const std::string kind : {"encoder_self", "decoder_self", "cross"}) {
+      for (int layer = 1; layer <= kLayers; ++layer)
+        for (int head = 1; head <= kHeads; ++head)
+          expected.push_back(kind + "_layer" + std::to_string(layer) + "_head" +
+                             std::to_string(head) + ".png");
+      expected.push_back(kind + "_grid.png");
+    }
+    for (const std::string& name : expected) {
+      INFO(name);
+      CHECK(is_png(out / name));
+    }
+    CHECK(std::distance(fs::directory_iterator(out), fs::directory_iterator()) ==
+          static_cast<std::ptrdiff_t>(expected.size()));
+    CHECK_THAT(r.out, Contains("wrote " + std::to_string(expected.size()) + " images"));
+  }
+
+  // What the cross-attention heatmap shows, as a number: the copy model's target position i
+  // (which predicts c_{i+1} = src[i]) attends to source position i.
+  SECTION("cross-attention is the diagonal") {
+    // As the command loads a checkpoint (cli/common.cpp): configuration first, then weights.
+    const std::string path = t.ckpt.string();
+    const gf::TransformerConfig config =
+        gf::TransformerConfig::from_metadata(gf::nn::load_safetensors(path).metadata, path);
+    gf::Rng rng(0);
+    gf::Transformer model(config, rng);
+    gf::nn::load_checkpoint(path, model);
+    REQUIRE(config.decoder_layers == kLayers);
+
+    model.eval();
+    model.record_attention(true);
+    const std::vector<int32_t> src = {5, 6, 7, 8, 9, 10, 2}, tgt_in = {1, 5, 6, 7, 8, 9, 10};
+    const auto n = static_cast<int64_t>(src.size());
+    {
+      gf::NoGrad no_grad;
+      model.forward(gf::IndexTensor::from({1, n}, src), gf::IndexTensor::from({1, n}, tgt_in));
+    }
+    const gf::Tensor probs = model.attention(gf::AttentionKind::Cross).back();  // [1, H, T, S]
+    REQUIRE(probs.dim(1) == kHeads);
+    REQUIRE(probs.dim(2) == n);
+    REQUIRE(probs.dim(3) == n);
+    // Each row sums to 1, so the heads' mean holds n units of mass in all.
+    double diagonal = 0.0;
+    for (int64_t h = 0; h < kHeads; ++h)
+      for (int64_t i = 0; i < n; ++i) diagonal += probs.data()[(h * n + i) * n + i];
+    const double share = diagonal / static_cast<double>(kHeads * n);
+    INFO("share of cross-attention on the diagonal: " << share);
+    CHECK(share > 0.5);
+  }
+}
+
+TEST_CASE("train with the same seed writes the same bytes and another seed does not",
+          "[cli][train]") {
+  ScratchDir dir;
+  auto run = [&](const std::string& seed, const std::string& name) {
+    const Result r = transformer(words("train --task copy --length 5 --layers 1 --d-model 16 "
+                                       "--d-ff 32 --heads 2 --batch 16 --steps 30 --threads 2") +
+                                 Args{"--seed", seed, "--save", (dir / name).string()});
+    INFO(r);
+    REQUIRE(r.status == 0);
+    return read_file(dir / name);
+  };
+  const std::string first = run("3", "a.safetensors");
+  CHECK(first == run("3", "b.safetensors"));
+  CHECK(first != run("4", "c.safetensors"));
+}
+
+TEST_CASE("train --pairs with --batch as large as the file trains on all of it each step",
+          "[cli][train]") {
+  ScratchDir dir;
+  // 16 copy pairs of 5 content tokens from a fixed generator. At a constant rate of 0.003,
+  // 600 steps learn such a file exactly for each of the seeds 1 to 10 (about 0.4 s); with the
+  // noam schedule, whose rate peaks at 0.0125 for d_model 32, some seeds missed a pair.
+  constexpr int kPairs = 16;
+  std::string pairs;
+  uint32_t state = 12345;
+  for (int i = 0; i < kPairs; ++i) {
+    std::string content;
+    for (int j = 0; j < 5; ++j) {
+      state = state * 1664525u + 1013904223u;
+      content += std::to_string(4 + (state >> 16) % 7) + (j < 4 ? " " : "");
+    }
+    pairs += content + " 2\t1 " + content + " 2\n";
+  }
+  const fs::path file = dir / "pairs.tsv";
+  write_file(file, pairs);
+  // Returns stdout and the checkpoint's bytes.
+  auto train = [&](int batch, int steps) {
+    const fs::path save =
+        dir / ("batch" + std::to_string(batch) + "_steps" + std::to_string(steps) + ".safetensors");
+    const Result r = transformer(
+        words("train --schedule constant --lr 0.003 --layers 1 --d-model 32 --d-ff 64 --heads 2 "
+              "--threads 2 --seed 1") +
+        Args{"--batch", std::to_string(batch), "--steps", std::to_string(steps), "--pairs",
+             file.string(), "--save", save.string()});
+    INFO(r);
+    REQUIRE(r.status == 0);
+    return std::make_pair(r.out, read_file(save));
+  };
+  CHECK_THAT(train(kPairs, 600).first,
+             Contains("exact: 100.0% of " + std::to_string(kPairs) + " training pairs"));
+
+  // A batch larger than the file is the whole file too, so it trains identically; half the
+  // file per step does not.
+  const std::string whole = train(kPairs, 20).second;
+  CHECK(whole == train(1000, 20).second);
+  CHECK(whole != train(kPairs / 2, 20).second);
+}
+
+TEST_CASE("train --init keeps --dropout since the checkpoint does not store it", "[cli][train]") {
+  ScratchDir dir;
+  const fs::path init = tiny_checkpoint(dir);
+  auto fine_tune = [&](const std::string& dropout, const std::string& name) {
+    const Result r = transformer(
+        words("train --length 6 --batch 16 --steps 5 --seed 1") +
+        Args{"--init", init.string(), "--dropout", dropout, "--save", (dir / name).string()});
+    INFO(r);
+    REQUIRE(r.status == 0);
+    CHECK_THAT(r.err, Contains("starting from "));
+    return read_file(dir / name);
+  };
+  CHECK(fine_tune("0", "a.safetensors") != fine_tune("0.3", "b.safetensors"));
+}
+
+TEST_CASE("train --eval-every writes one plain line per check when stderr is a log",
+          "[cli][train]") {
+  ScratchDir dir;
+  const Result r = transformer(words("train --length 4 --layers 1 --d-model 16 --d-ff 16 "
+                                     "--heads 2 --batch 8 --steps 20 --eval-every 10") +
+                               Args{"--save", (dir / "m.safetensors").string()});
+  INFO(r);
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.err, Contains("\nstep 10: "));
+  CHECK(r.err.find("\n\n") == std::string::npos);
+}
+
+TEST_CASE("mistakes exit non-zero with a message on stderr and never crash", "[cli][errors]") {
+  ScratchDir dir;
+  const std::string ckpt = tiny_checkpoint(dir).string();  // vocabulary [0, 11)
+  const std::string missing = (dir / "missing.tsv").string();
+  const std::string bad = (dir / "bad.tsv").string();
+  write_file(bad, "5 6 2\t1 5 6 2\n5 6 2 1 5 6 2\n");  // line 2 has no tab
+  const std::string truncated = (dir / "truncated.safetensors").string();
+  write_file(truncated, read_file(ckpt).substr(0, 300));
+  const std::string good = (dir / "good.tsv").string();
+  write_file(good, "5 6 2\t1 5 6 2\n");
+  const std::string not_a_dir = (dir / "file").string();
+  write_file(not_a_dir, "");
+  const std::string small = "--d-model=16";  // keeps the runs that get as far as a model tiny
+
+  struct Case {
+    Args args;
+    std::string message;  // expected on stderr
+    std::string input = "";
+  };
+  const std::vector<Case> cases = {
+      {{"trian"}, "unknown command \"trian\""},
+      {{"train", "--heads", "3", "--d-model", "32"},
+       "heads (3) must be positive and divide d_model (32)"},
+      {{"train", "--steps", "0"}, "--steps must be positive, got 0"},
+      {{"train", "--task", "cpy"}, "--task: cpy not in {copy,reverse}"},
+      {{"train", "--pairs", missing}, "File does not exist: " + missing},
+      {{"train", small, "--pairs", bad}, bad + ":2: expected SRC<TAB>TGT, found no tab"},
+      {{"train", "--label-smoothing", "1.5"}, "--label-smoothing 1.5 is outside [0, 1)"},
+      {{"train", small, "--vocab-size", "3"}, "vocab_size is 3 but must be at least 5"},
+      {{"train", "--layers", "x"}, "--layers = x"},
+      {{"train", "--steps", "1", "--save", not_a_dir + "/m.safetensors"}, not_a_dir},
+      {{"decode", "--ckpt", ckpt},
+       "stdin: id 12 on line 2 is out of range [0, 11)",
+       "5 6 2\n12 5 2\n"},
+      {{"decode", "--ckpt", ckpt, "--beam", "0"}, "--beam must be positive, got 0", "5 6 2\n"},
+      {{"decode", "--ckpt", ckpt, "--max-len", "-1"}, "--max-len must not be negative, got -1"},
+      {{"score", "--ckpt", truncated, "--pairs", good},
+       "transformer: error: checkpoint: " + truncated},
+      {{"attention", "--ckpt", ckpt, "--src", "5 x 7"}, "--src: \"x\" is not a token id"},
+      {{"attention", "--ckpt", ckpt, "--src", "5 12 2"},
+       "--src: token id 12 is out of range [0, 11)"},
+  };
+  for (const Case& c : cases) {
+    const Result r = transformer(c.args, c.input);
+    std::string command = "transformer";
+    for (const std::string& arg : c.args) command += " " + arg;
+    INFO(command << "\n" << r);
+    CHECK(r.status != 0);
+    CHECK(r.status < 128);
+    CHECK_THAT(r.err, Contains(c.message));
+    CHECK(r.out.empty());  // in particular, a failed train never trains
+  }
+}
