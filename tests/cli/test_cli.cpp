@@ -26,38 +26,13 @@
 #include "models/transformer.h"
 #include "nn/checkpoint.h"
 #include "nn/safetensors.h"
+#include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
+using gf::testing::TempDir;
 
 namespace {
-
-// A fresh directory under the system's temporary folder, removed with everything in it when
-// the object goes.
-class ScratchDir {
- public:
-  ScratchDir() {
-    for (int attempt = 0;; ++attempt) {
-      path_ = fs::temp_directory_path() /
-              ("gradformer_cli_" + std::to_string(getpid()) + "_" + std::to_string(next_id_++));
-      if (fs::create_directory(path_)) break;
-      if (attempt > 1000) FAIL("cannot create a scratch directory near " << path_);
-    }
-  }
-  ~ScratchDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-
-  const fs::path& path() const { return path_; }
-  fs::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  static inline int next_id_ = 0;
-  fs::path path_;
-};
 
 std::string read_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -107,7 +82,7 @@ Result transformer(const Args& args, const std::string& input = "") {
   static const bool passive = setenv("OMP_WAIT_POLICY", "passive", /*overwrite=*/0) == 0;
   REQUIRE(passive);
 
-  static ScratchDir io;  // the captured streams of every run, each overwritten by the next
+  static TempDir io;  // the captured streams of every run, each overwritten by the next
   const fs::path in = io / "stdin", out = io / "stdout", err = io / "stderr";
   write_file(in, input);
   std::string command = "cd " + quote(io.path().string()) + " && " +
@@ -147,7 +122,7 @@ const std::string kCopyTraining = "train --task copy --length 6 --layers " +
 struct TrainedCopy {
   TrainedCopy() : result(transformer(words(kCopyTraining) + Args{"--save", ckpt.string()})) {}
 
-  ScratchDir dir;
+  TempDir dir;
   fs::path ckpt = dir / "copy.safetensors";
   Result result;
 };
@@ -161,7 +136,7 @@ const TrainedCopy& trained_copy() {
 }
 
 // An untrained model's checkpoint, for tests that need a valid file rather than a good model.
-fs::path tiny_checkpoint(const ScratchDir& dir) {
+fs::path tiny_checkpoint(const TempDir& dir) {
   const fs::path path = dir / "tiny.safetensors";
   const Result r = transformer(
       words("train --steps 1 --batch 2 --length 3 --layers 1 --d-model 8 --d-ff 8 --heads 2") +
@@ -226,7 +201,7 @@ TEST_CASE("train learns the copy task and the other subcommands use its checkpoi
   }
 
   SECTION("score prints one finite NLL per pair, lower for the right target") {
-    ScratchDir dir;
+    TempDir dir;
     // Each source twice: with its copy, then with the copy's first two tokens swapped.
     std::string pairs;
     for (const std::string& content : kContents) {
@@ -260,7 +235,7 @@ TEST_CASE("train learns the copy task and the other subcommands use its checkpoi
   }
 
   SECTION("attention draws every layer and head of the three kinds, and a grid of each") {
-    ScratchDir dir;
+    TempDir dir;
     const fs::path out = dir / "att";
     const Result r = transformer(
         {"attention", "--ckpt", t.ckpt.string(), "--src", "5 6 7 8 9 2", "--out", out.string()});
@@ -319,7 +294,7 @@ TEST_CASE("train learns the copy task and the other subcommands use its checkpoi
 
 TEST_CASE("train with the same seed writes the same bytes and another seed does not",
           "[cli][train]") {
-  ScratchDir dir;
+  TempDir dir;
   auto run = [&](const std::string& seed, const std::string& name) {
     const Result r = transformer(words("train --task copy --length 5 --layers 1 --d-model 16 "
                                        "--d-ff 32 --heads 2 --batch 16 --steps 30 --threads 2") +
@@ -335,7 +310,7 @@ TEST_CASE("train with the same seed writes the same bytes and another seed does 
 
 TEST_CASE("train --pairs with --batch as large as the file trains on all of it each step",
           "[cli][train]") {
-  ScratchDir dir;
+  TempDir dir;
   // 16 copy pairs of 5 content tokens from a fixed generator. At a constant rate of 0.003,
   // 600 steps learn such a file exactly for each of the seeds 1 to 10 (about 0.4 s); with the
   // noam schedule, whose rate peaks at 0.0125 for d_model 32, some seeds missed a pair.
@@ -376,7 +351,7 @@ TEST_CASE("train --pairs with --batch as large as the file trains on all of it e
 }
 
 TEST_CASE("train --init keeps --dropout since the checkpoint does not store it", "[cli][train]") {
-  ScratchDir dir;
+  TempDir dir;
   const fs::path init = tiny_checkpoint(dir);
   auto fine_tune = [&](const std::string& dropout, const std::string& name) {
     const Result r = transformer(
@@ -392,7 +367,7 @@ TEST_CASE("train --init keeps --dropout since the checkpoint does not store it",
 
 TEST_CASE("train --eval-every writes one plain line per check when stderr is a log",
           "[cli][train]") {
-  ScratchDir dir;
+  TempDir dir;
   const Result r = transformer(words("train --length 4 --layers 1 --d-model 16 --d-ff 16 "
                                      "--heads 2 --batch 8 --steps 20 --eval-every 10") +
                                Args{"--save", (dir / "m.safetensors").string()});
@@ -403,7 +378,7 @@ TEST_CASE("train --eval-every writes one plain line per check when stderr is a l
 }
 
 TEST_CASE("mistakes exit non-zero with a message on stderr and never crash", "[cli][errors]") {
-  ScratchDir dir;
+  TempDir dir;
   const std::string ckpt = tiny_checkpoint(dir).string();  // vocabulary [0, 11)
   const std::string missing = (dir / "missing.tsv").string();
   const std::string bad = (dir / "bad.tsv").string();

@@ -9,8 +9,10 @@
 #include "autograd/random.h"
 #include "data/pairs_file.h"
 #include "data/tasks.h"
+#include "tests/support/temp_dir.h"
 
 using namespace gf;
+using gf::testing::TempDir;
 using namespace gf::data;
 using Catch::Matchers::Contains;
 using ids = std::vector<int32_t>;
@@ -20,22 +22,6 @@ static PairsFile read_text(const std::string& text) {
   std::istringstream in(text);
   return read_pairs(in, "pairs.tsv");
 }
-
-// A fresh directory under the system's temporary directory, removed at the end of the test.
-// The process id keeps concurrent test processes apart.
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& name)
-      : path(fs::temp_directory_path() /
-             ("gradformer_data_" + name + "_" + std::to_string(::getpid()))) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
 
 TEST_CASE("read_pairs reads ids and remembers line numbers", "[data][pairs_file]") {
   const PairsFile f = read_text("5 6 2\t1 5 6 2\n\n7 2\t1 7 2\n");
@@ -137,7 +123,7 @@ TEST_CASE("write_pairs then read_pairs gives the pairs back", "[data][pairs_file
   Rng rng(11);
   const auto pairs =
       generate(Task::Reverse, 25, {.vocab_size = 40, .min_len = 1, .max_len = 6}, rng);
-  const fs::path path = dir.path / "pairs.tsv";
+  const fs::path path = dir.path() / "pairs.tsv";
   write_pairs(path, pairs);
   const PairsFile f = read_pairs(path);
   CHECK(f.source == path.string());
@@ -156,17 +142,17 @@ TEST_CASE("write_pairs then read_pairs gives the pairs back", "[data][pairs_file
 
 TEST_CASE("read_pairs reports files it cannot open", "[data][pairs_file]") {
   TempDir dir("missing");
-  const fs::path missing = dir.path / "pairs.tsv";
+  const fs::path missing = dir.path() / "pairs.tsv";
   REQUIRE_THROWS_AS(read_pairs(missing), FormatError);
   REQUIRE_THROWS_WITH(read_pairs(missing),
                       Contains("cannot open " + missing.string() + ": No such file or directory"));
-  REQUIRE_THROWS_WITH(read_pairs(dir.path),
-                      Contains("cannot open " + dir.path.string() + ": Is a directory"));
-  REQUIRE_THROWS_WITH(write_pairs(dir.path / "no" / "such" / "dir.tsv", {}),
-                      Contains("cannot write " + (dir.path / "no" / "such" / "dir.tsv").string() +
+  REQUIRE_THROWS_WITH(read_pairs(dir.path()),
+                      Contains("cannot open " + dir.path().string() + ": Is a directory"));
+  REQUIRE_THROWS_WITH(write_pairs(dir.path() / "no" / "such" / "dir.tsv", {}),
+                      Contains("cannot write " + (dir.path() / "no" / "such" / "dir.tsv").string() +
                                ": No such file or directory"));
 
-  const fs::path crlf = dir.path / "crlf.tsv";
+  const fs::path crlf = dir.path() / "crlf.tsv";
   std::ofstream(crlf, std::ios::binary) << "4 2\t1 4 2\r\n5 2\t1 5 2\r\n";
   CHECK(read_pairs(crlf).pairs ==
         std::vector<Pair>{{.src = {4, 2}, .tgt = {1, 4, 2}}, {.src = {5, 2}, .tgt = {1, 5, 2}}});

@@ -17,28 +17,15 @@
 #include "nn/checkpoint.h"
 #include "nn/module.h"
 #include "nn/safetensors.h"
+#include "tests/support/temp_dir.h"
 
 using namespace gf;
 using namespace gf::nn;
 using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
+using gf::testing::TempDir;
 
 namespace {
-
-struct TempDir {
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path = fs::temp_directory_path() /
-           fmt::format("gradformer-checkpoint-{}-{}", ::getpid(), counter++);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-  fs::path path;
-};
 
 // Two parameters of its own and one in a child: "weight", "bias", "child.weight".
 struct Child : Module {

@@ -18,35 +18,15 @@
 #include "autograd/random.h"
 #include "autograd/tensor.h"
 #include "nn/safetensors.h"
+#include "tests/support/temp_dir.h"
 
 using namespace gf;
 using namespace gf::nn;
 using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
+using gf::testing::TempDir;
 
 namespace {
-
-// A fresh directory under the system's temporary directory, removed with everything in it.
-struct TempDir {
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path = fs::temp_directory_path() /
-           fmt::format("gradformer-safetensors-{}-{}", ::getpid(), counter++);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-  std::vector<std::string> listing() const {
-    std::vector<std::string> names;
-    for (const auto& entry : fs::directory_iterator(path))
-      names.push_back(entry.path().filename().string());
-    return names;
-  }
-  fs::path path;
-};
 
 std::string read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -246,7 +226,7 @@ TEST_CASE("safetensors: refuses a missing file or a directory", "[nn][checkpoint
   REQUIRE_THROWS_WITH(
       load_safetensors(path),
       Contains("checkpoint: " + path + ": cannot open the file (No such file or directory)"));
-  REQUIRE_THROWS_WITH(load_safetensors(dir.path.string()), Contains("not a regular file"));
+  REQUIRE_THROWS_WITH(load_safetensors(dir.path().string()), Contains("not a regular file"));
 }
 
 TEST_CASE("safetensors: refuses a file shorter than the length field", "[nn][checkpoint]") {

@@ -5,12 +5,14 @@
 #include <iterator>
 #include <vector>
 
+#include "tests/support/temp_dir.h"
 #include "tests/viz/viz_testing.h"
 #include "viz/png.h"
 
 using namespace gf::viz;
 using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
+using gf::testing::TempDir;
 
 namespace {
 
@@ -22,13 +24,6 @@ std::vector<uint8_t> read_bytes(const fs::path& path) {
 uint32_t big_endian(const std::vector<uint8_t>& bytes, size_t at) {
   return uint32_t{bytes[at]} << 24 | uint32_t{bytes[at + 1]} << 16 | uint32_t{bytes[at + 2]} << 8 |
          uint32_t{bytes[at + 3]};
-}
-
-// A fresh, empty directory for one test case.
-fs::path scratch_dir(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / "gradformer_viz_tests" / name;
-  fs::remove_all(dir);
-  return dir;
 }
 
 }  // namespace
@@ -72,7 +67,7 @@ TEST_CASE("blit copies an image into another, blend and mix interpolate", "[viz]
 }
 
 TEST_CASE("write_png writes a PNG whose header holds the image size", "[viz][png]") {
-  const fs::path dir = scratch_dir("write");
+  const TempDir dir("viz");
   const fs::path path = dir / "nested" / "picture.png";  // parents do not exist yet
   Image image(37, 21, Rgb{12, 34, 56});
   write_png(image, path.string());
@@ -92,17 +87,14 @@ TEST_CASE("write_png writes a PNG whose header holds the image size", "[viz][png
   write_png(Image(3, 4), path.string());
   CHECK(big_endian(read_bytes(path), 16) == 3);
   CHECK(std::distance(fs::directory_iterator(path.parent_path()), fs::directory_iterator()) == 1);
-  fs::remove_all(dir);
 }
 
 TEST_CASE("write_png to an impossible path throws with the path in the message", "[viz][png]") {
-  const fs::path dir = scratch_dir("impossible");
-  fs::create_directories(dir);
+  const TempDir dir("viz");
   const fs::path file = dir / "file";
   std::ofstream(file) << "not a directory";
   const std::string path = (file / "x.png").string();  // a directory inside a regular file
   REQUIRE_THROWS_WITH(write_png(Image(2, 2), path), Contains("png: cannot write " + path + ": "));
   REQUIRE_THROWS_WITH(write_png(Image(2, 2), ""),
                       Contains("png: cannot write : the path is empty"));
-  fs::remove_all(dir);
 }
