@@ -47,10 +47,11 @@ void check_against_pytorch(const std::string& file) {
       model.forward(ids_of(by_name.at("input.src")), ids_of(by_name.at("input.tgt_in")));
   const Tensor loss = cross_entropy(logits, ids_of(by_name.at("input.tgt_out")),
                                     {.ignore_index = config.pad_id, .label_smoothing = 0.1f});
-  // Tolerances: the weights are O(0.5) and everything runs in float32, so differences come from
-  // summation order alone (GEMM blocking, vectorised reductions): a few units in the 6th digit.
-  CHECK(max_error(log_softmax(logits), by_name.at("output.log_probs")) < 2e-5);
-  CHECK(loss.item() == Approx(by_name.at("output.loss").item()).epsilon(1e-5));
+  // Tolerances: the weights are O(0.5) and everything runs in float32, so the two differ only
+  // in summation order (GEMM blocking, vectorised reductions). Measured: log-probabilities
+  // within 5e-7, the loss to 1 part in 1e7, gradients within 5e-8; the bounds leave ~10x room.
+  CHECK(max_error(log_softmax(logits), by_name.at("output.log_probs")) < 5e-6);
+  CHECK(loss.item() == Approx(by_name.at("output.loss").item()).epsilon(1e-6));
   loss.backward();
   int compared = 0;
   for (auto& [name, parameter] : model.named_parameters()) {
@@ -58,7 +59,7 @@ void check_against_pytorch(const std::string& file) {
     double scale = 0.0;
     for (float v : expected.to_vector()) scale = std::max(scale, double(std::abs(v)));
     INFO("gradient of " << name << ", largest entry " << scale);
-    CHECK(max_error(parameter.grad(), expected) <= 2e-5 + 1e-4 * scale);
+    CHECK(max_error(parameter.grad(), expected) <= 5e-7 + 1e-5 * scale);
     ++compared;
   }
   CHECK(compared == static_cast<int>(model.named_parameters().size()));

@@ -8,7 +8,10 @@
 #include "models/decode.h"
 #include "models/transformer.h"
 #include "nn/attention.h"
+#include "nn/checkpoint.h"
 #include "nn/optim.h"
+#include "nn/safetensors.h"
+#include "tests/support/temp_dir.h"
 
 using namespace gf;
 using Catch::Matchers::Contains;
@@ -207,4 +210,24 @@ TEST_CASE("decoding refuses bad sources", "[models][decode]") {
                       Contains("beam must be at least 1"));
   REQUIRE_THROWS_WITH(greedy_decode(model, IndexTensor::zeros({1, 40})),
                       Contains("source length 40 exceeds the model's max_len 32"));
+}
+
+TEST_CASE("a saved and reloaded model gives bit-identical outputs", "[models][checkpoint]") {
+  Rng rng(9);
+  Transformer model(tiny(false, true), rng);
+  const IndexTensor src = IndexTensor::from({2, 4}, {5, 6, 7, 2, 8, 9, 2, 0});
+  const IndexTensor tgt = IndexTensor::from({2, 3}, {1, 5, 6, 1, 8, 0});
+  const Tensor before = model.forward(src, tgt);
+  const gf::testing::TempDir dir("models");
+  nn::save_checkpoint(dir.file("m.safetensors"), model, model.config.to_metadata());
+
+  // Rebuilt from the file alone: the configuration from its metadata, then the weights.
+  const nn::SafetensorsFile file = nn::load_safetensors(dir.file("m.safetensors"));
+  Rng other(123);  // different initial values, all overwritten by the load
+  Transformer loaded(TransformerConfig::from_metadata(file.metadata, "m.safetensors"), other);
+  nn::load_checkpoint(dir.file("m.safetensors"), loaded);
+  const Tensor after = loaded.forward(src, tgt);
+  REQUIRE(after.shape() == before.shape());
+  CHECK(after.to_vector() == before.to_vector());  // exact, not approximate
+  CHECK(greedy_decode(loaded, src) == greedy_decode(model, src));
 }
