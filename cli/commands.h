@@ -24,7 +24,7 @@ struct TrainOptions {
   std::string init;  // start from this checkpoint (its configuration wins)
   std::string optimizer = "adam";
   std::string schedule = "noam";
-  float lr = 0.5f;       // the factor of the noam schedule, or the constant rate
+  float lr = 0.0f;       // the noam factor or the constant rate; 0: 0.5 for noam, 1e-3 constant
   int64_t warmup = 200;  // noam warm-up steps
   float clip = 0.0f;     // gradient-norm limit; 0: none
   int64_t batch = 64;

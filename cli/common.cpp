@@ -8,19 +8,28 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "autograd/errors.h"
+#include "data/vocab.h"
 #include "nn/checkpoint.h"
 #include "nn/safetensors.h"
 
 namespace gf::cli {
 
 std::unique_ptr<Transformer> load_model(const std::string& path, float dropout, uint64_t seed) {
-  // The configuration first, from the header, so that the model has the file's shapes.
+  // The configuration first, from the header (checked against the tensors), so that the model
+  // has the file's shapes; then the weights, from the same reading of the file.
   const nn::SafetensorsFile file = nn::load_safetensors(path);
-  TransformerConfig config = TransformerConfig::from_metadata(file.metadata, path);
+  TransformerConfig config = TransformerConfig::from_checkpoint(file, path);
+  // The data readers and batching of this tool use the contract's special ids.
+  if (config.pad_id != data::kPad || config.bos_id != data::kBos || config.eos_id != data::kEos)
+    throw FormatError(fmt::format(
+        "checkpoint: {}: special ids pad {}, bos {}, eos {} differ from the {}, {}, {} this tool "
+        "reads and writes",
+        path, config.pad_id, config.bos_id, config.eos_id, data::kPad, data::kBos, data::kEos));
   config.dropout = dropout;
   Rng rng(seed);  // seeds the dropout masks; the initial values are overwritten by the file's
   auto model = std::make_unique<Transformer>(config, rng);
-  nn::load_checkpoint(path, *model);
+  nn::load_checkpoint(file, path, *model);
   return model;
 }
 

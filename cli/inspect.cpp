@@ -1,6 +1,7 @@
 // `transformer score | decode | attention`: using a trained checkpoint.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <stdexcept>
@@ -23,6 +24,15 @@ int run_score(const ScoreOptions& o) {
   auto model = load_model(o.ckpt);
   const data::PairsFile file = data::read_pairs(o.pairs);
   data::check_ids(file, static_cast<int32_t>(model->config.vocab_size));
+  const int64_t max_len = model->config.max_len;
+  for (size_t i = 0; i < file.pairs.size(); ++i) {  // before any output, so none is partial
+    const data::Pair& p = file.pairs[i];
+    const auto longest = static_cast<int64_t>(std::max(p.src.size(), p.tgt.size() - 1));
+    if (longest > max_len)
+      throw std::invalid_argument(
+          fmt::format("{}:{}: a sequence of {} tokens is longer than the model's max_len {}",
+                      file.source, file.lines[i], longest, max_len));
+  }
   model->eval();
   NoGrad no_grad;
   for (const data::Pair& pair : file.pairs) {

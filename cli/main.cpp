@@ -56,8 +56,8 @@ int main(int argc, char** argv) {
   t->add_option("--optimizer", train.optimizer, "adam or sgd")->capture_default_str();
   t->add_option("--schedule", train.schedule, "noam (warm-up, §5.3) or constant")
       ->capture_default_str();
-  t->add_option("--lr", train.lr, "Factor of the noam schedule, or the constant learning rate")
-      ->capture_default_str();
+  t->add_option("--lr", train.lr,
+                "Factor of the noam schedule (default 0.5), or the constant rate (default 1e-3)");
   t->add_option("--warmup", train.warmup, "Warm-up steps of the noam schedule")
       ->capture_default_str();
   t->add_option("--clip", train.clip, "Clip the gradient norm to this (0: no clipping)")

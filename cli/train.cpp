@@ -45,7 +45,7 @@ double exact_match(Transformer& model, const std::vector<data::Pair>& pairs) {
 class BatchSource {
  public:
   BatchSource(const TrainOptions& o, const TransformerConfig& config, uint64_t seed)
-      : rng_(seed), batch_(o.batch) {
+      : rng_(seed), eval_rng_(rng_.next_u64()), batch_(o.batch) {
     if (!o.pairs.empty()) {
       file_ = data::read_pairs(o.pairs);
       data::check_ids(*file_, static_cast<int32_t>(config.vocab_size));
@@ -65,7 +65,7 @@ class BatchSource {
   }
   bool generated() const { return !file_.has_value(); }
   std::vector<data::Pair> fresh(int64_t count) {
-    return data::generate(task_, count, task_config_, rng_);
+    return data::generate(task_, count, task_config_, eval_rng_);
   }
   const std::vector<data::Pair>& file_pairs() const { return file_->pairs; }
   int64_t longest() const {
@@ -77,7 +77,8 @@ class BatchSource {
   }
 
  private:
-  Rng rng_;
+  Rng rng_;       // training batches
+  Rng eval_rng_;  // evaluation sequences: drawing them must not change the training data
   int64_t batch_;
   data::Task task_ = data::Task::Copy;
   data::TaskConfig task_config_;
@@ -92,7 +93,8 @@ void validate(const TrainOptions& o) {
   };
   require(o.steps > 0, fmt::format("--steps must be positive, got {}", o.steps));
   require(o.batch > 0, fmt::format("--batch must be positive, got {}", o.batch));
-  require(o.lr > 0.0f, fmt::format("--lr must be positive, got {}", o.lr));
+  require(o.lr >= 0.0f,
+          fmt::format("--lr must not be negative, got {} (0: the schedule's default)", o.lr));
   require(o.warmup > 0, fmt::format("--warmup must be positive, got {}", o.warmup));
   require(o.clip >= 0.0f, fmt::format("--clip must not be negative, got {}", o.clip));
   require(o.label_smoothing >= 0.0f && o.label_smoothing < 1.0f,
@@ -139,10 +141,17 @@ int run_train(const TrainOptions& o) {
       config.decoder_layers, config.vocab_size, config.tied ? ", tied" : "");
 
   const std::vector<Tensor> parameters = model->parameters();
-  nn::Adam adam(parameters, {.lr = o.lr});
-  nn::Sgd sgd(parameters, {.lr = o.lr});
+  // --lr 0 (the default) picks the schedule's own: a factor of 0.5 for noam (1.0 missed a few
+  // sequences on some seeds), 1e-3 for a constant rate.
+  const float base_lr = o.lr > 0.0f ? o.lr : (o.schedule == "noam" ? 0.5f : 1e-3f);
+  std::optional<nn::Adam> adam;
+  std::optional<nn::Sgd> sgd;
+  if (o.optimizer == "adam")
+    adam.emplace(parameters, nn::AdamConfig{.lr = base_lr});
+  else
+    sgd.emplace(parameters, nn::SgdConfig{.lr = base_lr});
   auto learning_rate = [&](int64_t step) {
-    return o.schedule == "noam" ? nn::noam_lr(step, config.d_model, o.warmup, o.lr) : o.lr;
+    return o.schedule == "noam" ? nn::noam_lr(step, config.d_model, o.warmup, base_lr) : base_lr;
   };
 
   std::vector<float> losses, rates;
@@ -160,11 +169,11 @@ int run_train(const TrainOptions& o) {
     if (o.clip > 0.0f) nn::clip_grad_norm(parameters, o.clip);
     const float lr = learning_rate(step);
     if (o.optimizer == "adam") {
-      adam.set_lr(lr);
-      adam.step();
+      adam->set_lr(lr);
+      adam->step();
     } else {
-      sgd.set_lr(lr);
-      sgd.step();
+      sgd->set_lr(lr);
+      sgd->step();
     }
     losses.push_back(loss.item());
     rates.push_back(lr);

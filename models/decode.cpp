@@ -126,14 +126,14 @@ double length_penalty(int64_t length, float alpha) {
   return std::pow((5.0 + static_cast<double>(length)) / 6.0, static_cast<double>(alpha));
 }
 
-TokenIds beam_search_one(Transformer& model, const IndexTensor& src, const BeamOptions& options) {
+BeamResult beam_search_one(Transformer& model, const IndexTensor& src, const BeamOptions& options) {
   const TransformerConfig& c = model.config;
   const int64_t steps = steps_for(model, src, options.max_len), v = c.vocab_size;
   const Tensor src_mask = nn::padding_mask(src, c.pad_id);  // [1, 1, 1, S], broadcasts
   const Tensor memory = model.encode(src, src_mask);        // [1, S, D]
 
   std::vector<Hypothesis> alive{Hypothesis{}};
-  std::vector<std::pair<double, TokenIds>> finished;  // (normalised score, tokens)
+  std::vector<BeamResult> finished;
   std::vector<DecoderLayerCache> cache;
   for (int64_t step = 0; step < steps && !alive.empty(); ++step) {
     const auto n = static_cast<int64_t>(alive.size());
@@ -168,41 +168,44 @@ TokenIds beam_search_one(Transformer& model, const IndexTensor& src, const BeamO
         if (static_cast<int64_t>(rank) < options.beam) {
           const double score = log_prob / length_penalty(static_cast<int64_t>(tokens.size()) + 1,
                                                          options.length_penalty);
-          finished.emplace_back(score, std::move(tokens));
+          finished.push_back({std::move(tokens), log_prob, score, true});
         }
         continue;
       }
       tokens.push_back(token);
       next.push_back({std::move(tokens), log_prob, parent});
     }
-    if (static_cast<int64_t>(finished.size()) >= options.beam) break;
-    // The surviving hypotheses' caches: row i of the new cache is its parent's row.
+    if (static_cast<int64_t>(finished.size()) >= options.beam) {
+      alive.clear();  // enough finished: the prefixes still alive never reached eos
+      break;
+    }
+    // The surviving hypotheses' self-attention caches: row i of the new cache is its parent's
+    // row. The cross-attention cache holds the source's keys and values once, [1, H, S, K],
+    // and broadcasts over the hypotheses, so it never needs reordering.
     std::vector<int64_t> parents;
     for (const Hypothesis& h : next) parents.push_back(h.parent);
     for (DecoderLayerCache& layer : cache) {
-      for (nn::KVCache* kv : {&layer.self_attn, &layer.cross_attn}) {
-        kv->k = gather_rows(kv->k, parents);
-        kv->v = gather_rows(kv->v, parents);
-      }
+      layer.self_attn.k = gather_rows(layer.self_attn.k, parents);
+      layer.self_attn.v = gather_rows(layer.self_attn.v, parents);
     }
     alive = std::move(next);
   }
-  // Hypotheses still alive at max_len compete too, scored the same way.
-  for (const Hypothesis& h : alive)
-    finished.emplace_back(
-        h.log_prob / length_penalty(static_cast<int64_t>(h.tokens.size()), options.length_penalty),
-        h.tokens);
+  // Hypotheses still alive at max_len compete too, scored the same way but unfinished.
+  for (Hypothesis& h : alive) {
+    const double score =
+        h.log_prob / length_penalty(static_cast<int64_t>(h.tokens.size()), options.length_penalty);
+    finished.push_back({std::move(h.tokens), h.log_prob, score, false});
+  }
   if (finished.empty()) return {};
-  const auto best =
-      std::max_element(finished.begin(), finished.end(),
-                       [](const auto& a, const auto& b) { return a.first < b.first; });
-  return best->second;
+  return *std::max_element(
+      finished.begin(), finished.end(),
+      [](const BeamResult& a, const BeamResult& b) { return a.score < b.score; });
 }
 
 }  // namespace
 
-std::vector<TokenIds> beam_search(Transformer& model, const IndexTensor& src,
-                                  const BeamOptions& options) {
+std::vector<BeamResult> beam_search_scored(Transformer& model, const IndexTensor& src,
+                                           const BeamOptions& options) {
   check_source("beam_search", model, src);
   if (options.beam < 1)
     throw std::invalid_argument(
@@ -210,12 +213,20 @@ std::vector<TokenIds> beam_search(Transformer& model, const IndexTensor& src,
   EvalScope eval(model);
   NoGrad no_grad;
   const int64_t batch = src.shape()[0], length = src.shape()[1];
-  std::vector<TokenIds> output;
+  std::vector<BeamResult> output;
   for (int64_t b = 0; b < batch; ++b) {
     // One source at a time: its hypotheses form the batch of each decoder step.
     const std::vector<int32_t> row(src.data() + b * length, src.data() + (b + 1) * length);
     output.push_back(beam_search_one(model, IndexTensor::from({1, length}, row), options));
   }
+  return output;
+}
+
+std::vector<TokenIds> beam_search(Transformer& model, const IndexTensor& src,
+                                  const BeamOptions& options) {
+  std::vector<TokenIds> output;
+  for (BeamResult& r : beam_search_scored(model, src, options))
+    output.push_back(std::move(r.tokens));
   return output;
 }
 

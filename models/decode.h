@@ -41,4 +41,14 @@ struct BeamOptions {
 std::vector<TokenIds> beam_search(Transformer& model, const IndexTensor& src,
                                   const BeamOptions& options = {});
 
+// The winning hypothesis with its score, for tests and lessons that want to see inside.
+struct BeamResult {
+  TokenIds tokens;        // without bos and eos
+  double log_prob = 0.0;  // log P(tokens, then eos if finished | source)
+  double score = 0.0;     // log_prob / lp(length), length counting eos if finished
+  bool finished = false;  // emitted eos (false only when max_len cut every hypothesis)
+};
+std::vector<BeamResult> beam_search_scored(Transformer& model, const IndexTensor& src,
+                                           const BeamOptions& options = {});
+
 }  // namespace gf

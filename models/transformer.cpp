@@ -8,6 +8,7 @@
 
 #include "autograd/errors.h"
 #include "autograd/ops.h"
+#include "nn/checkpoint.h"
 
 namespace gf {
 
@@ -28,10 +29,16 @@ void TransformerConfig::validate() const {
           fmt::format("encoder_layers must be positive, got {}", encoder_layers));
   require(decoder_layers > 0,
           fmt::format("decoder_layers must be positive, got {}", decoder_layers));
-  require(max_len > 0, fmt::format("max_len must be positive, got {}", max_len));
+  // The positional table holds max_len x d_model floats, built whole.
+  require(max_len > 0 && max_len <= kMaxPositions,
+          fmt::format("max_len must be in [1, {}], got {}", kMaxPositions, max_len));
   require(dropout >= 0.0f && dropout < 1.0f, fmt::format("dropout {} is outside [0, 1)", dropout));
-  require(norm_eps > 0.0f, fmt::format("norm_eps must be positive, got {}", norm_eps));
+  require(norm_eps > 0.0f && std::isfinite(norm_eps),
+          fmt::format("norm_eps must be positive and finite, got {}", norm_eps));
   require(pad_id >= 0 && bos_id >= 0 && eos_id >= 0, "special ids must not be negative");
+  require(
+      pad_id != bos_id && pad_id != eos_id && bos_id != eos_id,
+      fmt::format("pad ({}), bos ({}) and eos ({}) must be different ids", pad_id, bos_id, eos_id));
 }
 
 std::map<std::string, std::string> TransformerConfig::to_metadata() const {
@@ -52,59 +59,57 @@ std::map<std::string, std::string> TransformerConfig::to_metadata() const {
 
 TransformerConfig TransformerConfig::from_metadata(const std::map<std::string, std::string>& m,
                                                    const std::string& source) {
-  auto text = [&](const std::string& key) -> const std::string& {
-    auto it = m.find(key);
-    if (it == m.end())
-      throw FormatError(fmt::format("checkpoint: {}: metadata has no \"{}\"", source, key));
-    return it->second;
-  };
-  auto integer = [&](const std::string& key) {
-    const std::string& value = text(key);
-    size_t used = 0;
-    int64_t result = 0;
-    try {
-      result = std::stoll(value, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != value.size())
-      throw FormatError(fmt::format("checkpoint: {}: metadata \"{}\" is \"{}\", not an integer",
-                                    source, key, value));
-    return result;
-  };
-  auto boolean = [&](const std::string& key) {
-    const std::string& value = text(key);
-    if (value != "true" && value != "false")
+  auto id = [&](const std::string& key) {
+    const int64_t value = nn::metadata_int(m, key, source);
+    if (value < 0 || value > INT32_MAX)
       throw FormatError(
-          fmt::format("checkpoint: {}: metadata \"{}\" is \"{}\", not \"true\" or \"false\"",
-                      source, key, value));
-    return value == "true";
+          fmt::format("checkpoint: {}: metadata \"{}\" is {}, not a token id", source, key, value));
+    return static_cast<int32_t>(value);
   };
   TransformerConfig c;
-  c.vocab_size = integer("vocab_size");
-  c.d_model = integer("d_model");
-  c.d_ff = integer("d_ff");
-  c.heads = integer("heads");
-  c.encoder_layers = integer("encoder_layers");
-  c.decoder_layers = integer("decoder_layers");
-  c.max_len = integer("max_len");
-  try {
-    c.norm_eps = std::stof(text("norm_eps"));
-  } catch (const std::logic_error&) {
-    throw FormatError(fmt::format("checkpoint: {}: metadata \"norm_eps\" is \"{}\", not a number",
-                                  source, text("norm_eps")));
-  }
-  c.norm_first = boolean("norm_first");
-  c.tied = boolean("tied");
-  c.pad_id = static_cast<int32_t>(integer("pad_id"));
-  c.bos_id = static_cast<int32_t>(integer("bos_id"));
-  c.eos_id = static_cast<int32_t>(integer("eos_id"));
+  c.vocab_size = nn::metadata_int(m, "vocab_size", source);
+  c.d_model = nn::metadata_int(m, "d_model", source);
+  c.d_ff = nn::metadata_int(m, "d_ff", source);
+  c.heads = nn::metadata_int(m, "heads", source);
+  c.encoder_layers = nn::metadata_int(m, "encoder_layers", source);
+  c.decoder_layers = nn::metadata_int(m, "decoder_layers", source);
+  c.max_len = nn::metadata_int(m, "max_len", source);
+  c.norm_eps = nn::metadata_float(m, "norm_eps", source);
+  c.norm_first = nn::metadata_bool(m, "norm_first", source);
+  c.tied = nn::metadata_bool(m, "tied", source);
+  c.pad_id = id("pad_id");
+  c.bos_id = id("bos_id");
+  c.eos_id = id("eos_id");
   c.dropout = 0.0f;  // not part of the file: a loaded model is for inference unless told otherwise
   try {
     c.validate();
   } catch (const std::invalid_argument& e) {
     throw FormatError(fmt::format("checkpoint: {}: {}", source, e.what()));
   }
+  return c;
+}
+
+TransformerConfig TransformerConfig::from_checkpoint(const nn::SafetensorsFile& file,
+                                                     const std::string& source) {
+  const TransformerConfig c = from_metadata(file.metadata, source);
+  // The metadata decides how big a model gets built, so it is checked against the tensors
+  // first: a corrupt header must not make us allocate a model the file cannot fill.
+  const int64_t norms = c.norm_first ? 2 : 0;  // the stacks' final LayerNorms, 2 tensors each
+  const int64_t expected =
+      (c.tied ? 1 : 3) + 16 * c.encoder_layers + 26 * c.decoder_layers + 2 * norms;
+  if (static_cast<int64_t>(file.tensors.size()) != expected)
+    throw FormatError(fmt::format(
+        "checkpoint: {}: holds {} tensors, but its metadata describes a model of {} ({} + {} "
+        "layers{}{})",
+        source, file.tensors.size(), expected, c.encoder_layers, c.decoder_layers,
+        c.tied ? ", tied" : "", c.norm_first ? ", pre-norm" : ""));
+  const std::string embedding = c.tied ? "embed.weight" : "src_embed.weight";
+  for (const auto& [name, tensor] : file.tensors)
+    if (name == embedding && !(tensor.shape() == Shape{c.vocab_size, c.d_model}))
+      throw FormatError(fmt::format(
+          "checkpoint: {}: tensor \"{}\" has shape {}, but the metadata says vocab_size {} and "
+          "d_model {}",
+          source, name, tensor.shape(), c.vocab_size, c.d_model));
   return c;
 }
 
@@ -162,11 +167,11 @@ Tensor DecoderLayer::forward(const Tensor& y, const Tensor& memory, const Tensor
                              const Tensor& tgt_mask, DecoderLayerCache* cache) {
   // The three sub-layers; with a cache, attention reads earlier positions' keys and values.
   auto self = [&](const Tensor& h) {
-    return cache ? self_attn.forward_cached(h, h, tgt_mask, cache->self_attn, /*extend=*/true)
+    return cache ? self_attn.self_attend_cached(h, tgt_mask, cache->self_attn)
                  : self_attn.forward(h, h, tgt_mask);
   };
   auto cross = [&](const Tensor& h) {
-    return cache ? cross_attn.forward_cached(h, memory, src_mask, cache->cross_attn, false)
+    return cache ? cross_attn.cross_attend_cached(h, memory, src_mask, cache->cross_attn)
                  : cross_attn.forward(h, memory, src_mask);
   };
   if (norm_first) {
@@ -246,9 +251,11 @@ Transformer::Transformer(const TransformerConfig& c, Rng& rng)
   register_module("dropout", dropout_);
 }
 
-// Embedding * sqrt(d_model) + PE, then dropout (§3.4, §3.5, §5.4). The scale brings the
-// embeddings (Xavier-initialised, entries ~ 1/sqrt(d_model)) to the scale of the positions,
-// whose entries are sines and cosines of size ~1.
+// Embedding * sqrt(d_model) + PE, then dropout (§3.4, §3.5, §5.4). The paper gives no reason
+// for the scale. Xavier-initialised embeddings have entries of about sqrt(2 / (V + D)),
+// far below the positional codes' sines and cosines of size ~1, so unscaled, the positions
+// would drown the tokens; with tied weights the same matrix is the output projection, where
+// small entries keep the first logits small. Lesson 06 measures the norms.
 Tensor Transformer::embed_tokens(const nn::Embedding& table, const IndexTensor& ids,
                                  int64_t offset) {
   if (ids.shape().rank() != 2)

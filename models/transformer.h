@@ -30,6 +30,7 @@
 #include "nn/feed_forward.h"
 #include "nn/layers.h"
 #include "nn/module.h"
+#include "nn/safetensors.h"
 
 namespace gf {
 
@@ -54,6 +55,11 @@ struct TransformerConfig {
   std::map<std::string, std::string> to_metadata() const;
   static TransformerConfig from_metadata(const std::map<std::string, std::string>& metadata,
                                          const std::string& source);
+  // from_metadata, then checked against the file's tensors (their number and the embedding's
+  // shape) before anything is allocated. Throws FormatError naming source.
+  static TransformerConfig from_checkpoint(const nn::SafetensorsFile& file,
+                                           const std::string& source);
+  static constexpr int64_t kMaxPositions = 1 << 16;  // the largest max_len accepted
 };
 
 class EncoderLayer : public nn::Module {

@@ -106,13 +106,17 @@ Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& memory, co
   return attend(query, split_heads(k.forward(memory)), split_heads(v.forward(memory)), mask);
 }
 
-Tensor MultiHeadAttention::forward_cached(const Tensor& query, const Tensor& memory,
-                                          const Tensor& mask, KVCache& cache, bool extend) {
-  if (extend) {
-    Tensor new_k = split_heads(k.forward(query)), new_v = split_heads(v.forward(query));
-    cache.k = cache.k.defined() ? concat({cache.k, new_k}, 2) : new_k;
-    cache.v = cache.v.defined() ? concat({cache.v, new_v}, 2) : new_v;
-  } else if (!cache.k.defined()) {
+Tensor MultiHeadAttention::self_attend_cached(const Tensor& query, const Tensor& mask,
+                                              KVCache& cache) {
+  const Tensor new_k = split_heads(k.forward(query)), new_v = split_heads(v.forward(query));
+  cache.k = cache.k.defined() ? concat({cache.k, new_k}, 2) : new_k;
+  cache.v = cache.v.defined() ? concat({cache.v, new_v}, 2) : new_v;
+  return attend(query, cache.k, cache.v, mask);
+}
+
+Tensor MultiHeadAttention::cross_attend_cached(const Tensor& query, const Tensor& memory,
+                                               const Tensor& mask, KVCache& cache) {
+  if (!cache.k.defined()) {  // the encoder output does not change between steps
     cache.k = split_heads(k.forward(memory));
     cache.v = split_heads(v.forward(memory));
   }

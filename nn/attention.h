@@ -52,11 +52,12 @@ class MultiHeadAttention : public Module {
   // query [B, T, D] attends over memory [B, S, D] (memory = query for self-attention).
   Tensor forward(const Tensor& query, const Tensor& memory, const Tensor& mask = {});
 
-  // One decoding step with cached keys and values. Self-attention (extend = true) appends the
-  // new positions' keys and values (projected from query) to the cache; cross-attention
-  // (extend = false) projects memory into the cache once and reuses it.
-  Tensor forward_cached(const Tensor& query, const Tensor& memory, const Tensor& mask,
-                        KVCache& cache, bool extend);
+  // One decoding step with cached keys and values. Self-attention appends the new positions'
+  // keys and values (projected from query) to the cache and attends over all of them.
+  Tensor self_attend_cached(const Tensor& query, const Tensor& mask, KVCache& cache);
+  // Cross-attention projects memory into the cache on the first step and reuses it after.
+  Tensor cross_attend_cached(const Tensor& query, const Tensor& memory, const Tensor& mask,
+                             KVCache& cache);
 
   // When set, forward keeps the last attention probabilities [B, H, T, S] in last_attention
   // (detached), for heatmaps.

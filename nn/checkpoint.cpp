@@ -21,7 +21,10 @@ void save_checkpoint(const std::string& path, const Module& module, const Metada
 }
 
 Metadata load_checkpoint(const std::string& path, Module& module) {
-  SafetensorsFile file = load_safetensors(path);
+  return load_checkpoint(load_safetensors(path), path, module);
+}
+
+Metadata load_checkpoint(const SafetensorsFile& file, const std::string& path, Module& module) {
   std::map<std::string, const Tensor*> stored;  // names are unique: the reader checks
   for (const auto& [name, tensor] : file.tensors) stored.emplace(name, &tensor);
 
@@ -49,7 +52,7 @@ Metadata load_checkpoint(const std::string& path, Module& module) {
   // Into the existing storage: the layers hold handles to these very tensors.
   for (auto& [parameter, value] : copies)
     std::copy_n(value->data(), value->numel(), parameter.data());
-  return std::move(file.metadata);
+  return file.metadata;
 }
 
 // ---- Metadata values ------------------------------------------------------------------

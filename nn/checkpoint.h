@@ -22,6 +22,9 @@ void save_checkpoint(const std::string& path, const Module& module, const Metada
 // Returns the metadata. Throws FormatError "checkpoint: <path>: ...", e.g.
 //   checkpoint: m.safetensors: tensor "norm1.weight" has shape [64] but the model expects [512]
 Metadata load_checkpoint(const std::string& path, Module& module);
+// The same for a file already read with load_safetensors (so that a caller who first looked
+// at its metadata does not read it twice); path only names it in messages.
+Metadata load_checkpoint(const SafetensorsFile& file, const std::string& path, Module& module);
 
 // Metadata values as text: integers in decimal, floats in the shortest form that reads back
 // to the same float ("1e-09", "0.1"), booleans as "true" / "false".

@@ -97,11 +97,23 @@ TEST_CASE("config round-trips through checkpoint metadata and is validated",
   bad = c.to_metadata();
   bad.erase("d_ff");
   REQUIRE_THROWS_WITH(TransformerConfig::from_metadata(bad, "m.safetensors"),
-                      Contains("metadata has no \"d_ff\""));
+                      Contains("metadata \"d_ff\" is missing"));
   bad = c.to_metadata();
   bad["tied"] = "yes";
   REQUIRE_THROWS_WITH(TransformerConfig::from_metadata(bad, "m.safetensors"),
-                      Contains("\"tied\" is \"yes\", not \"true\" or \"false\""));
+                      Contains("\"tied\" is \"yes\", not true or false"));
+  bad = c.to_metadata();
+  bad["norm_eps"] = "inf";
+  REQUIRE_THROWS_WITH(TransformerConfig::from_metadata(bad, "m.safetensors"),
+                      Contains("norm_eps must be positive and finite"));
+  bad = c.to_metadata();
+  bad["bos_id"] = "0";
+  REQUIRE_THROWS_WITH(TransformerConfig::from_metadata(bad, "m.safetensors"),
+                      Contains("pad (0), bos (0) and eos (2) must be different ids"));
+  bad = c.to_metadata();
+  bad["max_len"] = "20000000";
+  REQUIRE_THROWS_WITH(TransformerConfig::from_metadata(bad, "m.safetensors"),
+                      Contains("max_len must be in [1, 65536], got 20000000"));
   TransformerConfig small_vocab = tiny();
   small_vocab.vocab_size = 2;
   REQUIRE_THROWS_WITH(small_vocab.validate(), Contains("vocab_size 2 must exceed the special ids"));
@@ -230,4 +242,66 @@ TEST_CASE("a saved and reloaded model gives bit-identical outputs", "[models][ch
   REQUIRE(after.shape() == before.shape());
   CHECK(after.to_vector() == before.to_vector());  // exact, not approximate
   CHECK(greedy_decode(loaded, src) == greedy_decode(model, src));
+}
+
+TEST_CASE("a checkpoint whose metadata does not fit its tensors is refused before building",
+          "[models][checkpoint]") {
+  Rng rng(10);
+  Transformer model(tiny(), rng);
+  const gf::testing::TempDir dir("models");
+  auto metadata = model.config.to_metadata();
+  metadata["encoder_layers"] = "100000";  // would be gigabytes of parameters
+  nn::save_checkpoint(dir.file("m.safetensors"), model, metadata);
+  const nn::SafetensorsFile file = nn::load_safetensors(dir.file("m.safetensors"));
+  REQUIRE_THROWS_WITH(TransformerConfig::from_checkpoint(file, "m.safetensors"),
+                      Contains("m.safetensors: holds 85 tensors, but its metadata describes a "
+                               "model of 1600053 (100000 + 2 layers, tied)"));
+  metadata = model.config.to_metadata();
+  metadata["d_model"] = "8";
+  metadata["heads"] = "2";
+  nn::save_checkpoint(dir.file("m.safetensors"), model, metadata);
+  REQUIRE_THROWS_WITH(
+      TransformerConfig::from_checkpoint(nn::load_safetensors(dir.file("m.safetensors")), "m"),
+      Contains("tensor \"embed.weight\" has shape [11, 16], but the metadata says vocab_size 11 "
+               "and d_model 8"));
+}
+
+TEST_CASE("beam search returns a finished hypothesis, scored as the paper says",
+          "[models][decode]") {
+  // Barely trained, so that eos competes with other tokens and beams finish at different steps.
+  Rng rng(11);
+  Transformer model(tiny(), rng);
+  train_copy(model, 40, rng);
+  const float alpha = 0.6f;
+  int64_t checked = 0;
+  for (int64_t s = 0; s < 30; ++s) {
+    std::vector<int32_t> row;
+    for (int i = 0; i < 5; ++i) row.push_back(static_cast<int32_t>(3 + rng.below(8)));
+    row.push_back(2);
+    const IndexTensor src = IndexTensor::from({1, 6}, row);
+    const BeamResult r =
+        beam_search_scored(model, src, {.beam = 4, .length_penalty = alpha, .max_len = 12})[0];
+    if (!r.finished) {
+      CHECK(r.tokens.size() == 12);  // only max_len may leave the winner unfinished
+      continue;
+    }
+    // Recompute with one teacher-forced pass: log P(tokens, eos | src) / ((5 + |y|) / 6)^alpha.
+    std::vector<int32_t> tgt{1};
+    tgt.insert(tgt.end(), r.tokens.begin(), r.tokens.end());
+    NoGrad no_grad;
+    model.eval();
+    const Tensor logp = log_softmax(
+        model.forward(src, IndexTensor::from({1, static_cast<int64_t>(tgt.size())}, tgt)));
+    model.train();
+    double log_prob = 0.0;
+    for (size_t t = 0; t < tgt.size(); ++t) {
+      const int32_t next = t + 1 < tgt.size() ? tgt[t + 1] : 2;  // the tokens, then eos
+      log_prob += logp.at({0, static_cast<int64_t>(t), next});
+    }
+    const double length = static_cast<double>(r.tokens.size() + 1);
+    CHECK(r.log_prob == Approx(log_prob).epsilon(1e-4));
+    CHECK(r.score == Approx(log_prob / std::pow((5.0 + length) / 6.0, alpha)).epsilon(1e-4));
+    ++checked;
+  }
+  CHECK(checked > 10);
 }
