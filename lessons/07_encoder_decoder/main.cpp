@@ -1,0 +1,565 @@
+// Lesson 07: encoder and decoder.
+//
+// How do the pieces of lessons 02-06 (attention, masks, heads, the feed-forward network,
+// positions) stack up into the model of Figure 1, and how big is it? Four steps answer it: the
+// module tree of a toy model, the shapes at every stage of a forward pass (walked by hand
+// through the encoder and decoder layers and checked against Transformer::forward), the three
+// uses of attention with where their queries, keys and values come from, and the parameter
+// count by formula, checked against the model, for the toy and for the paper's base model.
+// README.md is the text that walks through this file. Every claim is checked; a failed check
+// makes the program exit with 1.
+//
+// Shape legend: B batch, S source length, T target length, D d_model, H heads, V vocabulary.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <exception>
+#include <limits>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "autograd/graph.h"
+#include "autograd/ops.h"
+#include "autograd/random.h"
+#include "autograd/tensor.h"
+#include "models/transformer.h"
+#include "nn/attention.h"
+#include "nn/feed_forward.h"
+#include "viz/heatmap.h"
+#include "viz/png.h"
+
+using namespace gf;
+
+namespace {
+
+// Every claim goes through check(): it prints the claim, and one failure makes main return 1.
+struct Checks {
+  int passed = 0;
+  int failed = 0;
+  void operator()(bool ok, const std::string& claim) {
+    fmt::print("  [{}] {}\n", ok ? "ok" : "FAILED", claim);
+    if (ok)
+      ++passed;
+    else
+      ++failed;
+  }
+};
+
+void banner(const char* title) {
+  fmt::print("\n== {} ==\n\n", title);
+}
+
+// The largest |a - b| over all elements; the shapes must agree.
+float max_abs_diff(const Tensor& a, const Tensor& b) {
+  if (!(a.shape() == b.shape())) return std::numeric_limits<float>::infinity();
+  float d = 0.0f;
+  for (int64_t i = 0; i < a.numel(); ++i) d = std::max(d, std::abs(a.data()[i] - b.data()[i]));
+  return d;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The toy vocabulary: 3 special tokens and 8 words.
+const std::vector<std::string> kVocab = {"<pad>", "<s>", "</s>", "the", "cat", "sat",
+                                         "on",    "a",   "mat",  "dog", "ran"};
+
+int32_t id_of(const std::string& word) {
+  return static_cast<int32_t>(std::find(kVocab.begin(), kVocab.end(), word) - kVocab.begin());
+}
+
+// A batch of sentences, padded with <pad> to the longest: ids [B, L].
+IndexTensor batch_of(const std::vector<std::vector<std::string>>& sentences) {
+  size_t longest = 0;
+  for (const auto& s : sentences) longest = std::max(longest, s.size());
+  std::vector<int32_t> ids;
+  for (const auto& s : sentences)
+    for (size_t i = 0; i < longest; ++i) ids.push_back(i < s.size() ? id_of(s[i]) : 0);
+  return IndexTensor::from({static_cast<int64_t>(sentences.size()), static_cast<int64_t>(longest)},
+                           ids);
+}
+
+std::vector<std::string> words_of(const IndexTensor& ids, int64_t row) {
+  std::vector<std::string> words;
+  const int64_t len = ids.shape()[1];
+  for (int64_t i = 0; i < len; ++i)
+    words.push_back(kVocab[static_cast<size_t>(ids.data()[row * len + i])]);
+  return words;
+}
+
+std::string shape_of(const Tensor& t) {
+  return fmt::format("{}", t.shape());
+}
+
+// ---- 1. The stacks assembled ----
+
+// The module a parameter belongs to: its name up to the sub-layer ("encoder.layers.0.ffn"),
+// or the whole name without ".weight" for top-level tables ("embed").
+std::string module_of(const std::string& name) {
+  const size_t layers = name.find("layers.");
+  if (layers == std::string::npos) return name.substr(0, name.rfind('.'));
+  const size_t after_index = name.find('.', layers + 7);  // the dot after the layer number
+  return name.substr(0, name.find('.', after_index + 1));
+}
+
+void stacks_assembled(const Transformer& model, Checks& check) {
+  banner("1. The stacks assembled");
+  // [snippet: module-tree]
+  struct Group {
+    std::vector<std::string> shapes;
+    int64_t count = 0;
+  };
+  std::vector<std::string> order;  // first-seen order, which is registration order
+  std::map<std::string, Group> groups;
+  for (const auto& [name, tensor] : model.named_parameters()) {
+    const std::string module = module_of(name);
+    if (!groups.contains(module)) order.push_back(module);
+    groups[module].shapes.push_back(shape_of(tensor));
+    groups[module].count += tensor.numel();
+  }
+  // [/snippet]
+  fmt::print("  {:<28} {:>7}  {}\n", "module", "params", "parameter shapes");
+  int64_t total = 0;
+  for (const std::string& module : order) {
+    const Group& g = groups[module];
+    std::string shapes;
+    for (size_t i = 0; i < g.shapes.size(); ++i) shapes += (i ? " " : "") + g.shapes[i];
+    fmt::print("  {:<28} {:>7}  {}\n", module, g.count, shapes);
+    total += g.count;
+  }
+  fmt::print("  {:<28} {:>7}\n", "total", total);
+
+  const auto has = [&](const std::string& m) {
+    return groups.contains(m);
+  };
+  check(total == model.parameter_count(),
+        fmt::format("the groups add up to model.parameter_count() = {}", total));
+  check(has("encoder.layers.1.self_attn") && has("encoder.layers.1.ffn") &&
+            !has("encoder.layers.1.cross_attn") && has("decoder.layers.1.cross_attn") &&
+            has("decoder.layers.1.norm3"),
+        "an encoder layer has 2 sub-layers (self_attn, ffn), a decoder layer 3 "
+        "(self_attn, cross_attn, ffn), each with its LayerNorm");
+  check(has("embed") && !has("generator") && !has("src_embed"),
+        "tied: one embedding table [V, D] and no separate generator (§3.4)");
+}
+
+// ---- 2. Shapes through the model ----
+
+struct Batch {
+  IndexTensor src, tgt_in;
+};
+
+// One decoder layer written out: the three sub-layers, each wrapped as LayerNorm(x + f(x)).
+Tensor decoder_layer_by_hand(DecoderLayer& layer, const Tensor& y, const Tensor& memory,
+                             const Tensor& src_mask, const Tensor& tgt_mask) {
+  // [snippet: decoder-layer]
+  // 1. masked self-attention: queries, keys and values all from y       [B, T, D]
+  Tensor x = layer.norm1.forward(y + layer.self_attn.forward(y, y, tgt_mask));
+  // 2. encoder-decoder attention: queries from x, keys and values from memory [B, S, D]
+  x = layer.norm2.forward(x + layer.cross_attn.forward(x, memory, src_mask));
+  // 3. the position-wise feed-forward network                            [B, T, D]
+  return layer.norm3.forward(x + layer.ffn.forward(x));
+  // [/snippet]
+}
+
+void shapes_through(Transformer& model, const Batch& batch, Checks& check) {
+  banner("2. Shapes through the model");
+  NoGrad no_grad;
+  const TransformerConfig& c = model.config;
+  const IndexTensor& src = batch.src;
+  const IndexTensor& tgt_in = batch.tgt_in;
+  const nn::PositionalEncoding positions(c.max_len, c.d_model);
+  const float scale = std::sqrt(static_cast<float>(c.d_model));
+  const auto stage = [](const std::string& what, const std::string& shape) {
+    fmt::print("  {:<44} {}\n", what, shape);
+  };
+
+  // [snippet: stages]
+  // Encoder: ids [B, S] -> embeddings * sqrt(D) + positions [B, S, D] -> N layers -> memory
+  const Tensor src_mask = nn::padding_mask(src, c.pad_id);  // [B, 1, 1, S], 1 = <pad>
+  Tensor x = model.embed->forward(src) * scale + positions.rows(0, src.shape()[1]);
+  stage("x = embed(src) * sqrt(D) + PE", shape_of(x));
+  for (size_t i = 0; i < model.encoder.layers.size(); ++i) {
+    x = model.encoder.layers[i]->forward(x, src_mask);
+    stage(fmt::format("x = encoder.layers[{}](x)", i), shape_of(x));
+  }
+  const Tensor memory = x;  // what every decoder layer's cross-attention reads
+
+  // Decoder: ids [B, T] -> [B, T, D] -> N layers (each also reads memory) -> logits [B, T, V]
+  const Tensor tgt_mask = nn::target_mask(tgt_in, c.pad_id);  // [B, 1, T, T]: future or <pad>
+  Tensor y = model.embed->forward(tgt_in) * scale + positions.rows(0, tgt_in.shape()[1]);
+  stage("y = embed(tgt_in) * sqrt(D) + PE", shape_of(y));
+  for (size_t i = 0; i < model.decoder.layers.size(); ++i) {
+    y = decoder_layer_by_hand(*model.decoder.layers[i], y, memory, src_mask, tgt_mask);
+    stage(fmt::format("y = decoder.layers[{}](y, memory)", i), shape_of(y));
+  }
+  const Tensor logits = linear(y, model.embed->weight);  // y E^T: the same table, tied (§3.4)
+  stage("logits = y E^T", shape_of(logits));
+  // [/snippet]
+  fmt::print("\n  masks: src_mask {}, tgt_mask {}\n\n", shape_of(src_mask), shape_of(tgt_mask));
+
+  const int64_t b = src.shape()[0], s = src.shape()[1], t = tgt_in.shape()[1];
+  const Tensor library_memory = model.encode(src, src_mask);
+  const Tensor library_out = model.decode(tgt_in, library_memory, src_mask, tgt_mask);
+  const Tensor library_logits = model.forward(src, tgt_in);
+  const float d_memory = max_abs_diff(memory, library_memory);
+  const float d_decoder = max_abs_diff(y, library_out);
+  const float d_logits = max_abs_diff(logits, library_logits);
+  check(memory.shape() == Shape({b, s, c.d_model}) && y.shape() == Shape({b, t, c.d_model}) &&
+            logits.shape() == Shape({b, t, c.vocab_size}),
+        fmt::format("memory is [B, S, D] = {}, the decoder output [B, T, D] = {}, the logits "
+                    "[B, T, V] = {}",
+                    shape_of(memory), shape_of(y), shape_of(logits)));
+  check(d_memory <= 1e-5f, fmt::format("the walk through the encoder layers equals "
+                                       "model.encode (max diff {:.1e})",
+                                       d_memory));
+  check(d_decoder <= 1e-5f, fmt::format("the decoder layers written out equal model.decode "
+                                        "(max diff {:.1e})",
+                                        d_decoder));
+  check(d_logits <= 1e-5f,
+        fmt::format("y E^T equals model.forward(src, tgt_in) (max diff {:.1e})", d_logits));
+}
+
+// ---- 3. The three uses of attention ----
+
+// One head's [rows, cols] probabilities for batch row b out of attention [B, H, rows, cols].
+Tensor one_map(const Tensor& probs, int64_t b, int64_t head) {
+  const Tensor m = slice(slice(probs, 0, b, b + 1), 1, head, head + 1);
+  return reshape(m, {probs.dim(2), probs.dim(3)});
+}
+
+void three_uses(Transformer& model, const Batch& batch, const std::string& out_dir, Checks& check) {
+  banner("3. The three uses of attention");
+  NoGrad no_grad;
+  // [snippet: record]
+  model.record_attention(true);
+  model.forward(batch.src, batch.tgt_in);  // every attention module keeps its probabilities
+  const std::vector<Tensor> enc_self = model.attention(AttentionKind::EncoderSelf);
+  const std::vector<Tensor> dec_self = model.attention(AttentionKind::DecoderSelf);
+  const std::vector<Tensor> cross = model.attention(AttentionKind::Cross);
+  model.record_attention(false);
+  // [/snippet]
+
+  fmt::print("  {:<18} {:<22} {:<22} {:<18} {}\n", "use", "queries from", "keys, values from",
+             "mask", "probabilities");
+  fmt::print("  {:<18} {:<22} {:<22} {:<18} {}\n", "encoder self", "encoder layer below",
+             "encoder layer below", "source <pad>", shape_of(enc_self[0]) + "  [B,H,S,S]");
+  fmt::print("  {:<18} {:<22} {:<22} {:<18} {}\n", "decoder self", "decoder layer below",
+             "decoder layer below", "future + <pad>", shape_of(dec_self[0]) + "  [B,H,T,T]");
+  fmt::print("  {:<18} {:<22} {:<22} {:<18} {}\n", "encoder-decoder", "decoder sub-layer 1",
+             "encoder output", "source <pad>", shape_of(cross[0]) + "  [B,H,T,S]");
+
+  const IndexTensor& src = batch.src;
+  const IndexTensor& tgt = batch.tgt_in;
+  const int64_t bsz = src.shape()[0], s_len = src.shape()[1], t_len = tgt.shape()[1];
+  const int64_t heads = model.config.heads;
+  // Measure the claims over every layer, batch row, head and query.
+  float above_diagonal = 0.0f, on_pad = 0.0f, worst_row_sum = 0.0f;
+  const auto scan = [&](const std::vector<Tensor>& maps, const IndexTensor& keys, bool causal) {
+    for (const Tensor& p : maps) {
+      const int64_t rows = p.dim(2), cols = p.dim(3);
+      for (int64_t b = 0; b < bsz; ++b)
+        for (int64_t h = 0; h < heads; ++h)
+          for (int64_t i = 0; i < rows; ++i) {
+            const float* row = p.data() + ((b * heads + h) * rows + i) * cols;
+            float total = 0.0f;
+            for (int64_t j = 0; j < cols; ++j) {
+              total += row[j];
+              if (causal && j > i) above_diagonal = std::max(above_diagonal, row[j]);
+              if (keys.data()[b * cols + j] == model.config.pad_id)
+                on_pad = std::max(on_pad, row[j]);
+            }
+            worst_row_sum = std::max(worst_row_sum, std::abs(total - 1.0f));
+          }
+    }
+  };
+  scan(enc_self, src, false);
+  scan(cross, src, false);
+  scan(dec_self, tgt, true);
+  fmt::print(
+      "\n  over all layers, heads, rows: largest weight above the diagonal {}, on a "
+      "<pad> key {}, largest |row sum - 1| {:.1e}\n\n",
+      above_diagonal, on_pad, worst_row_sum);
+
+  // The picture: the three maps of head 1 in the last layer, for each sentence of the batch.
+  std::vector<viz::Image> panels;
+  for (int64_t b = 0; b < bsz; ++b) {
+    const std::vector<std::string> s_words = words_of(src, b), t_words = words_of(tgt, b);
+    const auto draw = [&](const Tensor& probs, const std::string& title,
+                          const std::vector<std::string>& rows,
+                          const std::vector<std::string>& cols, const std::string& row_axis,
+                          const std::string& col_axis, bool bar) {
+      panels.push_back(viz::heatmap(one_map(probs, b, 0), {.title = title,
+                                                           .row_labels = rows,
+                                                           .col_labels = cols,
+                                                           .row_axis = row_axis,
+                                                           .col_axis = col_axis,
+                                                           .value_label = "weight",
+                                                           .cell_size = 24,
+                                                           .colour_bar = bar}));
+    };
+    draw(enc_self.back(), "encoder self: Q, K, V = source", s_words, s_words, "query (source)",
+         "key (source)", false);
+    draw(dec_self.back(), "decoder self: masked", t_words, t_words, "query (target)",
+         "key (target)", false);
+    draw(cross.back(), "cross: Q = target, K, V = source", t_words, s_words, "query (target)",
+         "key (source)", true);
+  }
+  const std::string path = out_dir + "/07_encoder_decoder/three_attentions.png";
+  viz::write_png(viz::grid(panels, 3,
+                           "three uses of attention, one row per sentence "
+                           "(untrained, last layer, head 1)"),
+                 path);
+  fmt::print("  wrote {}\n\n", path);
+
+  bool shapes_ok = enc_self.size() == model.encoder.layers.size() &&
+                   dec_self.size() == model.decoder.layers.size() &&
+                   cross.size() == model.decoder.layers.size();
+  for (size_t i = 0; i < enc_self.size(); ++i)
+    shapes_ok = shapes_ok && enc_self[i].shape() == Shape({bsz, heads, s_len, s_len});
+  for (size_t i = 0; i < cross.size(); ++i)
+    shapes_ok = shapes_ok && dec_self[i].shape() == Shape({bsz, heads, t_len, t_len}) &&
+                cross[i].shape() == Shape({bsz, heads, t_len, s_len});
+  check(shapes_ok,
+        "one map per layer: encoder self [B,H,S,S], decoder self [B,H,T,T], "
+        "cross [B,H,T,S]");
+  check(above_diagonal == 0.0f,
+        "decoder self-attention is lower-triangular: no weight on a later position");
+  check(on_pad == 0.0f, "no query in any of the three puts weight on a <pad> key");
+  check(worst_row_sum <= 1e-5f,
+        "every row sums to 1: over the source (encoder self, cross) or the target prefix");
+
+  // Cross-attention by hand: queries from the decoder, keys and values from the memory.
+  const Tensor src_mask = nn::padding_mask(src, model.config.pad_id);
+  const Tensor memory = model.encode(src, src_mask);
+  DecoderLayer& first = *model.decoder.layers[0];
+  const Tensor y0 = model.decode(tgt, memory, src_mask, nn::target_mask(tgt, 0));  // any [B,T,D]
+  first.cross_attn.record_attention = true;
+  first.cross_attn.forward(y0, memory, src_mask);
+  const Tensor with_memory = first.cross_attn.last_attention;
+  first.cross_attn.forward(y0, y0, nn::padding_mask(tgt, model.config.pad_id));
+  const Tensor with_itself = first.cross_attn.last_attention;
+  first.cross_attn.record_attention = false;
+  check(with_memory.shape() == Shape({bsz, heads, t_len, s_len}) &&
+            with_itself.shape() == Shape({bsz, heads, t_len, t_len}),
+        fmt::format("the same module gives {} with memory as keys and {} with the target as "
+                    "keys: the key source sets the columns",
+                    shape_of(with_memory), shape_of(with_itself)));
+}
+
+// ---- 4. Parameter counts ----
+
+struct Sizes {
+  int64_t embedding, attention, ffn, norm, encoder_layer, decoder_layer, encoder, decoder, total;
+};
+
+// [snippet: formula]
+Sizes count_by_formula(const TransformerConfig& c) {
+  const int64_t V = c.vocab_size, D = c.d_model, F = c.d_ff;
+  Sizes n{};
+  n.embedding = V * D;            // one table: source, target and pre-softmax (tied, §3.4)
+  n.attention = 4 * (D * D + D);  // W^Q, W^K, W^V, W^O, each D x D plus a bias of D
+  n.ffn = D * F + F + F * D + D;  // W_1 [D, F], b_1, W_2 [F, D], b_2 (eq. 2)
+  n.norm = 2 * D;                 // LayerNorm's gain and bias
+  n.encoder_layer = n.attention + n.ffn + 2 * n.norm;
+  n.decoder_layer = 2 * n.attention + n.ffn + 3 * n.norm;  // + encoder-decoder attention
+  n.encoder = c.encoder_layers * n.encoder_layer;
+  n.decoder = c.decoder_layers * n.decoder_layer;
+  n.total = n.embedding + n.encoder + n.decoder;  // positions are sinusoids: no parameters
+  return n;
+}
+// [/snippet]
+
+// The model's own count of the parameters whose names start with prefix.
+int64_t counted(const Transformer& model, const std::string& prefix) {
+  int64_t n = 0;
+  for (const auto& [name, tensor] : model.named_parameters())
+    if (name.starts_with(prefix)) n += tensor.numel();
+  return n;
+}
+
+std::string millions(int64_t n) {
+  return fmt::format("{:.2f}M", static_cast<double>(n) / 1e6);
+}
+
+void parameter_counts(const Transformer& toy, bool quick, uint64_t seed, const std::string& out_dir,
+                      Checks& check) {
+  banner("4. Parameter counts");
+  const TransformerConfig base{};  // Table 3's base model, V = 37000
+  TransformerConfig big = base;
+  big.d_model = 1024;
+  big.d_ff = 4096;
+  big.heads = 16;
+  const Sizes t = count_by_formula(toy.config), b = count_by_formula(base),
+              g = count_by_formula(big);
+  fmt::print("  {:<32} {:>10} {:>12} {:>12}\n", "", "toy", "base", "big");
+  const auto row = [](const char* what, int64_t a, int64_t c, int64_t d) {
+    fmt::print("  {:<32} {:>10} {:>12} {:>12}\n", what, a, c, d);
+  };
+  const TransformerConfig& c = toy.config;  // the toy
+  row("V (vocabulary)", c.vocab_size, base.vocab_size, big.vocab_size);
+  row("D (d_model)", c.d_model, base.d_model, big.d_model);
+  row("d_ff", c.d_ff, base.d_ff, big.d_ff);
+  row("h (heads)", c.heads, base.heads, big.heads);
+  row("N (layers per stack)", c.encoder_layers, base.encoder_layers, big.encoder_layers);
+  row("embedding V D", t.embedding, b.embedding, g.embedding);
+  row("attention 4 (D^2 + D)", t.attention, b.attention, g.attention);
+  row("feed-forward 2 D d_ff + d_ff + D", t.ffn, b.ffn, g.ffn);
+  row("LayerNorm 2 D", t.norm, b.norm, g.norm);
+  row("encoder layer", t.encoder_layer, b.encoder_layer, g.encoder_layer);
+  row("decoder layer", t.decoder_layer, b.decoder_layer, g.decoder_layer);
+  row("encoder (N layers)", t.encoder, b.encoder, g.encoder);
+  row("decoder (N layers)", t.decoder, b.decoder, g.decoder);
+  row("total", t.total, b.total, g.total);
+  fmt::print("  {:<32} {:>10} {:>12} {:>12}\n", "in millions", millions(t.total), millions(b.total),
+             millions(g.total));
+  fmt::print("  {:<32} {:>10} {:>12} {:>12}\n", "the paper (Table 3)", "", "65M", "213M");
+
+  // What vocabulary would make the formula give the paper's numbers?
+  const auto vocab_for = [](const Sizes& n, double paper, int64_t d) {
+    return (paper - static_cast<double>(n.encoder + n.decoder)) / static_cast<double>(d);
+  };
+  const double v_base = vocab_for(b, 65e6, 512), v_big = vocab_for(g, 213e6, 1024);
+  fmt::print("\n  V that gives exactly 65M for base: {:.0f}; exactly 213M for big: {:.0f}\n",
+             v_base, v_big);
+  const double lo = vocab_for(b, 64.5e6, 512), hi = vocab_for(b, 65.5e6, 512);
+  fmt::print("  \"65M\" rounded from 64.5M .. 65.5M allows V = {:.0f} .. {:.0f}\n\n", lo, hi);
+
+  check(t.total == toy.parameter_count() && t.encoder == counted(toy, "encoder.") &&
+            t.decoder == counted(toy, "decoder.") && t.embedding == counted(toy, "embed."),
+        fmt::format("toy: the formula gives {} = model.parameter_count(), and matches embed, "
+                    "encoder and decoder one by one",
+                    t.total));
+  if (quick) {
+    fmt::print("  (--quick: the base model is not built; the full run builds it)\n");
+  } else {
+    const auto start = std::chrono::steady_clock::now();
+    Rng rng(seed);
+    const Transformer model(base, rng);
+    const double seconds = seconds_since(start);
+    const int64_t n = model.parameter_count();
+    fmt::print("  built the base model in {:.1f} s: parameter_count() = {} ({})\n", seconds, n,
+               millions(n));
+    check(n == b.total && b.encoder == counted(model, "encoder.") &&
+              b.decoder == counted(model, "decoder."),
+          fmt::format("base: the formula gives {} = the built model's parameter_count()", n));
+  }
+  check(b.total < 65'000'000 && b.total > 62'000'000,
+        fmt::format("base with V = 37000: {} ({}), {} short of the paper's 65M", b.total,
+                    millions(b.total), millions(65'000'000 - b.total)));
+  check(v_base > 37000 && v_big < 37000,
+        fmt::format("no single V gives both of the paper's counts: base wants {:.0f}, big "
+                    "wants {:.0f}",
+                    v_base, v_big));
+
+  // Where the parameters live: the share of each component, toy vs base.
+  const auto shares = [](const Sizes& n, const TransformerConfig& config) {
+    const double total = static_cast<double>(n.total);
+    const auto pc = [&](int64_t x) {
+      return static_cast<float>(100.0 * static_cast<double>(x) / total);
+    };
+    const int64_t ne = config.encoder_layers, nd = config.decoder_layers;
+    return std::vector<float>{pc(n.embedding),
+                              pc(ne * n.attention),
+                              pc(ne * n.ffn),
+                              pc(nd * n.attention),
+                              pc(nd * n.attention),
+                              pc(nd * n.ffn),
+                              pc((2 * ne + 3 * nd) * n.norm)};
+  };
+  const std::vector<std::string> parts = {"embedding (tied)",        "encoder self-attention",
+                                          "encoder feed-forward",    "decoder self-attention",
+                                          "decoder cross-attention", "decoder feed-forward",
+                                          "LayerNorms (all)"};
+  const std::vector<float> s_toy = shares(t, toy.config), s_base = shares(b, base);
+  std::vector<float> values;
+  fmt::print("\n  {:<26} {:>8} {:>8}\n", "share of the parameters", "toy", "base");
+  for (size_t i = 0; i < parts.size(); ++i) {
+    fmt::print("  {:<26} {:>7.2f}% {:>7.2f}%\n", parts[i], s_toy[i], s_base[i]);
+    values.push_back(s_toy[i]);
+    values.push_back(s_base[i]);
+  }
+  const std::string path = out_dir + "/07_encoder_decoder/parameters.png";
+  viz::write_png(viz::heatmap(values, static_cast<int64_t>(parts.size()), 2,
+                              {.title = "where the parameters live (% of the total)",
+                               .row_labels = {"embed", "enc self", "enc FFN", "dec self",
+                                              "dec cross", "dec FFN", "LayerNorm"},
+                               .col_labels = {"toy", "base"},
+                               .row_axis = "component",
+                               .col_axis = "model",
+                               .value_label = "percent",
+                               .vmin = 0.0f,
+                               .vmax = 40.0f,
+                               .cell_size = 64,
+                               .show_values = true}),
+                 path);
+  fmt::print("\n  wrote {}\n", path);
+  check(
+      s_base[0] > 25.0f && s_base[2] + s_base[5] > 35.0f && s_base[6] < 0.1f,
+      fmt::format("base: the embedding holds {:.0f}% of the parameters, the feed-forward "
+                  "networks {:.0f}%, attention {:.0f}%, LayerNorm {:.2f}%",
+                  s_base[0], s_base[2] + s_base[5], s_base[1] + s_base[3] + s_base[4], s_base[6]));
+  check(s_toy[0] < 2.0f && s_toy[6] > s_base[6],
+        fmt::format("toy: the embedding holds only {:.1f}% (V = 11), LayerNorm {:.1f}%: the "
+                    "shares depend on the size",
+                    s_toy[0], s_toy[6]));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Lesson 07: encoder and decoder"};
+  bool quick = false;
+  uint64_t seed = 1;
+  std::string out_dir = "out";
+  app.add_flag("--quick", quick, "a smaller run, in well under a second (the tests use it)");
+  app.add_option("--seed", seed, "seed for the weights")->capture_default_str();
+  app.add_option("--out", out_dir, "pictures go to <out>/07_encoder_decoder/")
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  Checks check;
+  try {
+    Rng rng(seed);
+    // [snippet: toy]
+    Transformer model({.vocab_size = 11,
+                       .d_model = 16,
+                       .d_ff = 32,
+                       .heads = 2,
+                       .encoder_layers = 2,
+                       .decoder_layers = 2,
+                       .max_len = 32},
+                      rng);
+    model.eval();  // no dropout: the same numbers on every call
+    // [/snippet]
+    const Batch batch{.src = batch_of({{"the", "cat", "sat", "on", "a", "mat", "</s>"},
+                                       {"a", "dog", "ran", "</s>"}}),
+                      .tgt_in = batch_of({{"<s>", "a", "cat", "sat", "on"}, {"<s>", "a", "dog"}})};
+    fmt::print("src    [B, S] = {}: \"{}\" / \"{}\"\n", batch.src.shape(),
+               fmt::join(words_of(batch.src, 0), " "), fmt::join(words_of(batch.src, 1), " "));
+    fmt::print("tgt_in [B, T] = {}: \"{}\" / \"{}\"\n", batch.tgt_in.shape(),
+               fmt::join(words_of(batch.tgt_in, 0), " "),
+               fmt::join(words_of(batch.tgt_in, 1), " "));
+    stacks_assembled(model, check);
+    shapes_through(model, batch, check);
+    three_uses(model, batch, out_dir, check);
+    parameter_counts(model, quick, seed, out_dir, check);
+  } catch (const std::exception& e) {
+    fmt::print("\nlesson 07: stopped by an exception: {}\n", e.what());
+    return 1;
+  }
+  const int total = check.passed + check.failed;
+  if (check.failed > 0) {
+    fmt::print("\nlesson 07: {} of {} checks FAILED\n", check.failed, total);
+    return 1;
+  }
+  fmt::print("\nlesson 07: all {} checks passed\n", total);
+  return 0;
+}
