@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdint>
 #include <exception>
+#include <filesystem>
 #include <functional>
 #include <numbers>
 #include <string>
@@ -27,6 +28,9 @@
 #include "autograd/ops.h"
 #include "autograd/random.h"
 #include "autograd/tensor.h"
+#include "viz/font.h"
+#include "viz/line_plot.h"
+#include "viz/png.h"
 
 using namespace gf;
 
@@ -388,34 +392,47 @@ float accuracy(const Tensor& logits, const IndexTensor& labels) {
   return static_cast<float>(right) / static_cast<float>(labels.numel());
 }
 
-// The plane from -1.2 to 1.2 in text: '.' where the model says class 0, ' ' for class 1,
-// and the training points on top as 'o' (class 0) and 'x' (class 1).
-void draw_regions(const Mlp& model, const Dataset& data) {
-  const int cols = 72, rows = 30;
-  const float lo = -1.2f, hi = 1.2f;
-  std::vector<float> grid;
-  for (int r = 0; r < rows; ++r)
-    for (int c = 0; c < cols; ++c) {
-      grid.push_back(lo + (hi - lo) * (static_cast<float>(c) + 0.5f) / cols);
-      grid.push_back(hi - (hi - lo) * (static_cast<float>(r) + 0.5f) / rows);
-    }
-  NoGrad no_grad;  // inference only: no tape
-  const Tensor logits = model(Tensor::from({rows * cols, 2}, grid));
-  std::vector<std::string> canvas(rows, std::string(cols, ' '));
-  for (int i = 0; i < rows * cols; ++i)
-    if (logits.data()[2 * i] >= logits.data()[2 * i + 1]) canvas[i / cols][i % cols] = '.';
-  for (int64_t i = 0; i < data.labels.numel(); ++i) {
-    const float px = data.points.data()[2 * i], py = data.points.data()[2 * i + 1];
-    const int c = static_cast<int>(std::floor((px - lo) / (hi - lo) * cols));
-    const int r = static_cast<int>(std::floor((hi - py) / (hi - lo) * rows));
-    if (c >= 0 && c < cols && r >= 0 && r < rows) canvas[r][c] = data.labels.data()[i] ? 'x' : 'o';
-  }
-  fmt::print("  +{}+\n", std::string(cols, '-'));
-  for (const std::string& line : canvas) fmt::print("  |{}|\n", line);
-  fmt::print("  +{}+\n", std::string(cols, '-'));
+void save(const viz::Image& image, const std::string& path) {
+  viz::write_png(image, path);
+  fmt::print("  wrote {} ({} x {})\n", path, image.width(), image.height());
 }
 
-void train_a_small_network(bool quick, uint64_t seed, Checks& check) {
+// The plane from -1.2 to 1.2 as a picture: each pixel in a light colour for the class the
+// model predicts there, and the training points on top as dots in the strong colours.
+viz::Image draw_regions(const Mlp& model, const Dataset& data) {
+  const int size = 360, top = 30, margin = 10;  // the plane is size x size pixels
+  const float lo = -1.2f, hi = 1.2f;
+  const viz::Rgb strong[2] = {{31, 119, 180}, {214, 39, 40}};  // class 0 blue, class 1 red
+  std::vector<float> grid;
+  for (int r = 0; r < size; ++r)
+    for (int c = 0; c < size; ++c) {
+      grid.push_back(lo + (hi - lo) * (static_cast<float>(c) + 0.5f) / size);
+      grid.push_back(hi - (hi - lo) * (static_cast<float>(r) + 0.5f) / size);
+    }
+  NoGrad no_grad;  // inference only: no tape
+  const Tensor logits = model(Tensor::from({size * size, 2}, grid));
+  viz::Image image(size + 2 * margin, size + top + margin);
+  for (int i = 0; i < size * size; ++i) {
+    const int guess = logits.data()[2 * i + 1] > logits.data()[2 * i] ? 1 : 0;
+    image.set(margin + i % size, top + i / size, viz::mix(viz::kWhite, strong[guess], 0.25f));
+  }
+  for (int64_t i = 0; i < data.labels.numel(); ++i) {
+    const float px = data.points.data()[2 * i], py = data.points.data()[2 * i + 1];
+    const int x = margin + static_cast<int>((px - lo) / (hi - lo) * size);
+    const int y = top + static_cast<int>((hi - py) / (hi - lo) * size);
+    for (int dy = -2; dy <= 2; ++dy)
+      for (int dx = -2; dx <= 2; ++dx)
+        if (dx * dx + dy * dy <= 5 && x + dx >= margin && x + dx < margin + size && y + dy >= top &&
+            y + dy < top + size)
+          image.set(x + dx, y + dy, strong[data.labels.data()[i]]);
+  }
+  image.stroke_rect(margin - 1, top - 1, size + 2, size + 2, viz::kBlack);
+  viz::draw_text(image, margin, 8, "learned regions: class 0 (blue), class 1 (red)", viz::kBlack, 1,
+                 true);
+  return image;
+}
+
+void train_a_small_network(bool quick, uint64_t seed, const std::string& dir, Checks& check) {
   banner("6. Training a small network by hand");
   Rng rng(seed);
   const Dataset data = two_spirals(quick ? 100 : 150, quick ? 1.5f : 2.0f, rng);
@@ -455,7 +472,13 @@ void train_a_small_network(bool quick, uint64_t seed, Checks& check) {
   fmt::print("\n  {} steps took {:.2f} s ({:.3f} ms per step)\n", steps, seconds,
              1e3 * seconds / (steps + 1));
   fmt::print("\n");
-  draw_regions(model, data);
+  save(viz::line_plot({{.name = "cross-entropy loss", .ys = losses}},
+                      {.title = "training loss, plain gradient descent (lr 1)",
+                       .x_label = "step",
+                       .y_label = "loss (log scale)",
+                       .log_y = true}),
+       dir + "/loss.png");
+  save(draw_regions(model, data), dir + "/regions.png");
   const float loss_goal = quick ? 0.2f : 0.05f, accuracy_goal = quick ? 0.9f : 0.99f;
   check(losses.back() < losses.front() / 3, "the loss fell to less than a third of its start");
   check(losses.back() < loss_goal, fmt::format("the final loss is below {}", loss_goal));
@@ -473,7 +496,7 @@ int main(int argc, char** argv) {
   app.add_flag("--quick", quick, "a smaller run, in a second or two (the tests use it)");
   app.add_option("--seed", seed, "seed for the random data and initial weights")
       ->capture_default_str();
-  app.add_option("--out", out_dir, "directory for pictures (this lesson draws in the terminal)")
+  app.add_option("--out", out_dir, "directory for pictures (written to <out>/01_autodiff/)")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
@@ -484,7 +507,9 @@ int main(int argc, char** argv) {
     same_numbers_from_backward(hand, check);
     why_reverse_mode(quick, seed, check);
     gradient_checking(seed, check);
-    train_a_small_network(quick, seed, check);
+    const std::string dir = out_dir + "/01_autodiff";
+    std::filesystem::create_directories(dir);
+    train_a_small_network(quick, seed, dir, check);
   } catch (const std::exception& e) {
     fmt::print("\nlesson 01: stopped by an exception: {}\n", e.what());
     return 1;
