@@ -28,37 +28,18 @@
 #include "autograd/ops.h"
 #include "autograd/random.h"
 #include "autograd/tensor.h"
+#include "lessons/lesson.h"
 #include "viz/font.h"
 #include "viz/line_plot.h"
 #include "viz/png.h"
 
 using namespace gf;
+using namespace gf::lessons;
 
 namespace {
 
-// Every claim goes through check(): it prints the claim, and one failure makes main return 1.
-struct Checks {
-  int passed = 0;
-  int failed = 0;
-  void operator()(bool ok, const std::string& claim) {
-    fmt::print("  [{}] {}\n", ok ? "ok" : "FAILED", claim);
-    if (ok)
-      ++passed;
-    else
-      ++failed;
-  }
-};
-
 bool close(double x, double y, double rtol) {
   return std::abs(x - y) <= rtol * std::max(std::abs(x), std::abs(y)) + 1e-12;
-}
-
-void banner(const char* title) {
-  fmt::print("\n== {} ==\n\n", title);
-}
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 // The shortest of several timed runs of f: the one least disturbed by whatever else runs.

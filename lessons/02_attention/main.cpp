@@ -26,6 +26,7 @@
 #include "autograd/ops.h"
 #include "autograd/random.h"
 #include "autograd/tensor.h"
+#include "lessons/lesson.h"
 #include "nn/attention.h"
 #include "nn/layers.h"
 #include "viz/heatmap.h"
@@ -33,25 +34,9 @@
 #include "viz/png.h"
 
 using namespace gf;
+using namespace gf::lessons;
 
 namespace {
-
-// Every claim goes through check(): it prints the claim, and one failure makes main return 1.
-struct Checks {
-  int passed = 0;
-  int failed = 0;
-  void operator()(bool ok, const std::string& claim) {
-    fmt::print("  [{}] {}\n", ok ? "ok" : "FAILED", claim);
-    if (ok)
-      ++passed;
-    else
-      ++failed;
-  }
-};
-
-void banner(const char* title) {
-  fmt::print("\n== {} ==\n\n", title);
-}
 
 // The largest |a_i - b_i| over two tensors of the same shape.
 double max_abs_diff(const Tensor& a, const Tensor& b) {

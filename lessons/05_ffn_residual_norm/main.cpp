@@ -27,6 +27,7 @@
 #include "autograd/ops.h"
 #include "autograd/random.h"
 #include "autograd/tensor.h"
+#include "lessons/lesson.h"
 #include "nn/batch_norm.h"
 #include "nn/feed_forward.h"
 #include "nn/layers.h"
@@ -36,25 +37,9 @@
 #include "viz/png.h"
 
 using namespace gf;
+using namespace gf::lessons;
 
 namespace {
-
-// Every claim goes through check(): it prints the claim, and one failure makes main return 1.
-struct Checks {
-  int passed = 0;
-  int failed = 0;
-  void operator()(bool ok, const std::string& claim) {
-    fmt::print("  [{}] {}\n", ok ? "ok" : "FAILED", claim);
-    if (ok)
-      ++passed;
-    else
-      ++failed;
-  }
-};
-
-void banner(const char* title) {
-  fmt::print("\n== {} ==\n\n", title);
-}
 
 // The largest |a - b| over all elements; the shapes must agree.
 float max_abs_diff(const Tensor& a, const Tensor& b) {

@@ -28,6 +28,7 @@
 #include "autograd/ops.h"
 #include "autograd/random.h"
 #include "autograd/tensor.h"
+#include "lessons/lesson.h"
 #include "models/transformer.h"
 #include "nn/attention.h"
 #include "nn/feed_forward.h"
@@ -35,25 +36,9 @@
 #include "viz/png.h"
 
 using namespace gf;
+using namespace gf::lessons;
 
 namespace {
-
-// Every claim goes through check(): it prints the claim, and one failure makes main return 1.
-struct Checks {
-  int passed = 0;
-  int failed = 0;
-  void operator()(bool ok, const std::string& claim) {
-    fmt::print("  [{}] {}\n", ok ? "ok" : "FAILED", claim);
-    if (ok)
-      ++passed;
-    else
-      ++failed;
-  }
-};
-
-void banner(const char* title) {
-  fmt::print("\n== {} ==\n\n", title);
-}
 
 // The largest |a - b| over all elements; the shapes must agree.
 float max_abs_diff(const Tensor& a, const Tensor& b) {
@@ -61,10 +46,6 @@ float max_abs_diff(const Tensor& a, const Tensor& b) {
   float d = 0.0f;
   for (int64_t i = 0; i < a.numel(); ++i) d = std::max(d, std::abs(a.data()[i] - b.data()[i]));
   return d;
-}
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 // The toy vocabulary: 3 special tokens and 8 words.

@@ -1,0 +1,35 @@
+// What every lesson program shares: the claims it checks, its section banners, a stopwatch.
+// A lesson prints each claim as "[ok]" or "[FAILED]" and exits with 1 when any failed, so
+// that the test suite, which runs every lesson with --quick, fails with it.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <string>
+
+namespace gf::lessons {
+
+// Every claim goes through check(): it prints the claim, and one failure makes main return 1.
+struct Checks {
+  int passed = 0;
+  int failed = 0;
+  void operator()(bool ok, const std::string& claim) {
+    fmt::print("  [{}] {}\n", ok ? "ok" : "FAILED", claim);
+    if (ok)
+      ++passed;
+    else
+      ++failed;
+  }
+};
+
+// A section heading in the output; its title matches the README heading of the section.
+inline void banner(const char* title) {
+  fmt::print("\n== {} ==\n\n", title);
+}
+
+inline double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace gf::lessons
