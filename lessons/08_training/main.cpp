@@ -1,0 +1,910 @@
+// Lesson 08: training on the copy task.
+//
+// How does the model of lesson 07 learn, and what do the paper's training choices (§5.3, §5.4)
+// do? The program plots the warm-up schedule, shows teacher forcing on one example, trains a
+// small Transformer to copy its input with Adam, warm-up, dropout and label smoothing, decodes
+// greedily with a loop written out and checked against the library, watches the
+// cross-attention turn into the diagonal, draws every attention map of the trained model, and
+// trains the same model again without label smoothing to measure what smoothing changes.
+// README.md is the text that walks through this file. Every claim is checked; a failed check
+// makes the program exit with 1.
+//
+// Shape legend: B batch, S source length, T target length, D d_model, H heads, V vocabulary.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <omp.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <exception>
+#include <limits>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "autograd/graph.h"
+#include "autograd/ops.h"
+#include "autograd/random.h"
+#include "autograd/tensor.h"
+#include "data/batch.h"
+#include "data/tasks.h"
+#include "data/vocab.h"
+#include "lessons/lesson.h"
+#include "models/decode.h"
+#include "models/transformer.h"
+#include "nn/attention.h"
+#include "nn/optim.h"
+#include "viz/heatmap.h"
+#include "viz/line_plot.h"
+#include "viz/png.h"
+
+using namespace gf;
+using namespace gf::lessons;
+
+namespace {
+
+// Everything a run is made of; --quick shrinks it.
+struct Setup {
+  bool quick = false;
+  TransformerConfig model;
+  data::TaskConfig task;
+  int64_t steps = 0, batch = 0, warmup = 0, held_out = 0;
+  float factor = 1.0f;                // multiplies eq. 3's rate (see section 1)
+  std::vector<int64_t> eval_steps;    // when the held-out set is measured and attention kept
+  std::vector<float> smoothing_runs;  // label-smoothing values compared in section 7
+};
+
+// Every 25 steps, every 50 after step 300, and the last step.
+std::vector<int64_t> eval_schedule(int64_t steps) {
+  std::vector<int64_t> at;
+  for (int64_t step = 0; step <= steps; step += step < 300 ? 25 : 50) at.push_back(step);
+  if (at.back() != steps) at.push_back(steps);
+  return at;
+}
+
+Setup make_setup(bool quick) {
+  Setup s;
+  s.quick = quick;
+  s.model = {.vocab_size = 11,
+             .d_model = 32,
+             .d_ff = 64,
+             .heads = 2,
+             .encoder_layers = 2,
+             .decoder_layers = 2,
+             .max_len = 64,
+             .dropout = 0.1f};
+  s.task = {.vocab_size = 11, .min_len = 10, .max_len = 10};
+  s.batch = 32;
+  s.warmup = 50;
+  s.factor = 0.5f;
+  s.held_out = 128;
+  s.steps = quick ? 250 : 400;
+  if (quick) s.task.min_len = s.task.max_len = 6;
+  s.smoothing_runs = quick ? std::vector<float>{0.0f, 0.1f} : std::vector<float>{0.0f, 0.1f, 0.3f};
+  return s;
+}
+
+// Token names: the specials, then the content symbols 4..10 as the letters a..g.
+std::string token_name(int32_t id) {
+  static const char* const specials[] = {"<pad>", "<s>", "</s>", "<unk>"};
+  if (id < data::kNumSpecial) return specials[id];
+  return std::string(1, static_cast<char>('a' + (id - data::kNumSpecial)));
+}
+
+std::vector<std::string> names_of(const int32_t* ids, int64_t n) {
+  std::vector<std::string> names;
+  for (int64_t i = 0; i < n; ++i) names.push_back(token_name(ids[i]));
+  return names;
+}
+
+// Row b of ids [B, L] as token names.
+std::vector<std::string> row_names(const IndexTensor& ids, int64_t b) {
+  const int64_t len = ids.shape()[1];
+  return names_of(ids.data() + b * len, len);
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  return fmt::format("{}", fmt::join(names, " "));
+}
+
+// ---- 1. The warm-up schedule ----
+
+void warmup_schedule(const Setup& setup, uint64_t seed, const std::string& out_dir, Checks& check) {
+  banner("1. The warm-up schedule");
+  struct Schedule {
+    int64_t d_model, warmup;
+  };
+  const std::vector<Schedule> schedules = {{512, 4000}, {512, 8000}, {1024, 4000}, {256, 2000}};
+  const int64_t last_step = 20000;
+  // [snippet: eq3]
+  // eq. 3: lrate = d_model^-0.5 * min(step^-0.5, step * warmup_steps^-1.5)
+  const auto by_hand = [](int64_t step, int64_t d_model, int64_t warmup) {
+    const double s = static_cast<double>(step);
+    return std::pow(static_cast<double>(d_model), -0.5) *
+           std::min(std::pow(s, -0.5), s * std::pow(static_cast<double>(warmup), -1.5));
+  };
+  // [/snippet]
+  std::vector<viz::Series> curves;
+  fmt::print("  {:>8} {:>8} {:>12} {:>12} {:>12} {:>14}\n", "d_model", "warmup", "peak step",
+             "peak lrate", "d^-.5 w^-.5", "max rel. diff");
+  bool peaks_ok = true, formula_ok = true, shape_ok = true;
+  for (const Schedule& p : schedules) {
+    int64_t peak_step = 1;
+    double worst = 0.0;
+    viz::Series curve{.name = fmt::format("{}, {}", p.d_model, p.warmup)};
+    for (int64_t step = 1; step <= last_step; ++step) {
+      const double lr = nn::noam_lr(step, p.d_model, p.warmup);
+      const double hand = by_hand(step, p.d_model, p.warmup);
+      worst = std::max(worst, std::abs(lr - hand) / hand);
+      if (lr > nn::noam_lr(peak_step, p.d_model, p.warmup)) peak_step = step;
+      if (step % 50 == 0 || step == 1) {
+        curve.xs.push_back(static_cast<float>(step));
+        curve.ys.push_back(static_cast<float>(lr));
+      }
+    }
+    const double peak = nn::noam_lr(peak_step, p.d_model, p.warmup);
+    const double expected = 1.0 / std::sqrt(static_cast<double>(p.d_model * p.warmup));
+    fmt::print("  {:>8} {:>8} {:>12} {:>12.3e} {:>12.3e} {:>14.1e}\n", p.d_model, p.warmup,
+               peak_step, peak, expected, worst);
+    peaks_ok = peaks_ok && peak_step == p.warmup && std::abs(peak - expected) / expected < 1e-6;
+    formula_ok = formula_ok && worst < 1e-6;
+    // Linear below the peak, 1/sqrt(step) above: half the peak at warmup/2 and at 4 warmup.
+    const double half_up = nn::noam_lr(p.warmup / 2, p.d_model, p.warmup);
+    const double half_down = nn::noam_lr(4 * p.warmup, p.d_model, p.warmup);
+    shape_ok = shape_ok && std::abs(half_up / peak - 0.5) < 1e-3 &&
+               std::abs(half_down / peak - 0.5) < 1e-3;
+    curves.push_back(curve);
+  }
+  const std::string path = out_dir + "/08_training/warmup_schedule.png";
+  viz::write_png(viz::line_plot(curves, {.title = "eq. 3; legend: d_model, warmup",
+                                         .y_label = "learning rate"}),
+                 path);
+  fmt::print("\n  wrote {}\n\n", path);
+  check(formula_ok,
+        "nn::noam_lr equals eq. 3 computed by hand at every step 1..20000 (rel. diff < 1e-6)");
+  check(peaks_ok,
+        "each schedule peaks exactly at step == warmup, at d_model^-0.5 warmup^-0.5 "
+        "(paper: 7.0e-4 at step 4000)");
+  check(shape_ok,
+        "linear rise, then 1/sqrt(step) decay: half the peak at warmup/2 and again at 4 warmup");
+
+  // Why warm up: Adam's very first update. With one gradient seen, the bias-corrected moments
+  // are m = g and v = g^2, so the step is lr * g / |g|: every parameter moves by lr, whatever
+  // the size (or reliability) of its gradient.
+  Rng rng(seed);
+  Transformer model(setup.model, rng);
+  const std::vector<data::Pair> pairs_for_step =
+      data::generate(data::Task::Copy, setup.batch, setup.task, rng);
+  const data::Batch batch = data::make_batch(pairs_for_step);
+  const std::vector<Tensor> params = model.parameters();
+  std::vector<std::vector<float>> before;
+  for (const Tensor& p : params) before.push_back(p.to_vector());
+  // [snippet: first-adam-step]
+  nn::Adam adam(params, {.lr = 1e-3f});  // the paper's betas 0.9, 0.98 and eps 1e-9
+  const Tensor loss = cross_entropy(model.forward(batch.src, batch.tgt_in), batch.tgt_out,
+                                    {.ignore_index = data::kPad});
+  model.zero_grad();
+  loss.backward();
+  adam.step();  // step 1: m_hat = g, v_hat = g^2, so p -= lr * g / (|g| + eps)
+  // [/snippet]
+  int64_t moved = 0, moved_by_lr = 0;
+  float smallest_grad = std::numeric_limits<float>::infinity(), largest_grad = 0.0f;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const Tensor grad = params[i].grad();
+    if (!grad.defined()) continue;
+    const std::vector<float> after = params[i].to_vector();
+    for (size_t j = 0; j < after.size(); ++j) {
+      const float g = std::abs(grad.data()[j]);
+      if (g < 1e-6f) continue;  // below Adam's eps scale the step is no longer lr
+      ++moved;
+      smallest_grad = std::min(smallest_grad, g);
+      largest_grad = std::max(largest_grad, g);
+      const float step_size = std::abs(after[j] - before[i][j]);
+      if (std::abs(step_size / 1e-3f - 1.0f) < 0.01f) ++moved_by_lr;
+    }
+  }
+  fmt::print(
+      "  Adam's first step with lr 1e-3: {} of the {} parameters with |g| >= 1e-6 (|g| from {:.1e} "
+      "to {:.1e}, a factor {:.0e}) moved by lr within 1%\n\n",
+      moved_by_lr, moved, smallest_grad, largest_grad,
+      static_cast<double>(largest_grad / smallest_grad));
+  check(moved > 0 && moved_by_lr == moved,
+        "Adam's first update moves every parameter by lr, whatever its gradient: the step "
+        "size ignores the gradient's scale until v has averaged many steps");
+}
+
+// ---- 2. Teacher forcing ----
+
+float max_abs_diff(const float* a, const float* b, int64_t n) {
+  float d = 0.0f;
+  for (int64_t i = 0; i < n; ++i) d = std::max(d, std::abs(a[i] - b[i]));
+  return d;
+}
+
+void teacher_forcing(const Setup& setup, uint64_t seed, const data::Pair& example, Checks& check) {
+  banner("2. Teacher forcing");
+  // [snippet: one-batch]
+  const data::Batch batch = data::make_batch(std::vector<data::Pair>{example});
+  // src    [1, S]: c1 .. cn </s>          what the encoder reads
+  // tgt_in [1, T]: <s> c1 .. cn           the decoder's input: the target shifted right
+  // tgt_out[1, T]: c1 .. cn </s>          what each decoder position must predict
+  // [/snippet]
+  fmt::print("  src     {}: {}\n", batch.src.shape(), joined(row_names(batch.src, 0)));
+  fmt::print("  tgt_in  {}: {}\n", batch.tgt_in.shape(), joined(row_names(batch.tgt_in, 0)));
+  fmt::print("  tgt_out {}: {}\n\n", batch.tgt_out.shape(), joined(row_names(batch.tgt_out, 0)));
+  const int64_t t_len = batch.tgt_in.shape()[1];
+  bool shifted =
+      batch.tgt_in.data()[0] == data::kBos && batch.tgt_out.data()[t_len - 1] == data::kEos;
+  for (int64_t t = 1; t < t_len; ++t)
+    shifted = shifted && batch.tgt_in.data()[t] == batch.tgt_out.data()[t - 1];
+  check(shifted,
+        "tgt_in starts with <s> and is tgt_out shifted right by one; tgt_out ends "
+        "with </s>");
+
+  // One forward pass scores all T positions; because of the look-ahead mask (lesson 03) each
+  // position's logits are what T separate passes on the growing prefixes would give.
+  Rng rng(seed);
+  Transformer model(setup.model, rng);
+  model.eval();
+  NoGrad no_grad;
+  const int64_t vocab = setup.model.vocab_size;
+  const Tensor all_at_once = model.forward(batch.src, batch.tgt_in);  // [1, T, V]
+  float worst = 0.0f;
+  for (int64_t t = 1; t <= t_len; ++t) {
+    const std::vector<int32_t> prefix(batch.tgt_in.data(), batch.tgt_in.data() + t);
+    const Tensor logits = model.forward(batch.src, IndexTensor::from({1, t}, prefix));
+    worst = std::max(worst, max_abs_diff(all_at_once.data() + (t - 1) * vocab,
+                                         logits.data() + (t - 1) * vocab, vocab));
+  }
+  fmt::print(
+      "  logits {} from one pass vs {} passes on prefixes <s>, <s> c1, ...: max diff "
+      "{:.1e}\n\n",
+      all_at_once.shape(), t_len, static_cast<double>(worst));
+  check(worst <= 1e-5f, fmt::format("one teacher-forced pass gives, at every one of the {} "
+                                    "positions, the logits of a pass on that prefix alone",
+                                    t_len));
+}
+
+// ---- 3. Training ----
+
+// What the held-out set says about a model at one step.
+struct Eval {
+  int64_t step = 0;
+  double loss = 0.0;             // unsmoothed cross-entropy, teacher forced, nats per token
+  double p_correct = 0.0;        // mean probability given to the correct token
+  double forced_accuracy = 0.0;  // teacher forced: argmax == target, per token
+  double forced_exact = 0.0;     // teacher forced: every token of the row right
+  double free_accuracy = 0.0;    // free running (greedy): generated token == target
+  double exact = 0.0;            // free running: the whole sequence right
+  std::vector<double> diagonal;  // per decoder layer, the cross-attention diagonal mass
+  std::vector<Tensor> cross;     // per decoder layer, cross-attention of held-out row 0
+};
+
+struct Run {
+  float smoothing = 0.0f;
+  std::vector<float> losses, rates;  // per training step
+  std::vector<Eval> evals;
+  double seconds = 0.0;
+};
+
+struct HeldOut {
+  std::vector<data::Pair> pairs;
+  data::Batch batch;
+};
+
+// Measures the model on the held-out set, in eval mode (no dropout), then restores training.
+Eval evaluate(Transformer& model, const HeldOut& held_out, int64_t step) {
+  model.eval();
+  NoGrad no_grad;
+  Eval e;
+  e.step = step;
+  const data::Batch& b = held_out.batch;
+  const int64_t rows = b.tgt_out.shape()[0], t_len = b.tgt_out.shape()[1];
+  const int64_t vocab = model.config.vocab_size, heads = model.config.heads;
+
+  model.record_attention(true);
+  const Tensor log_probs = log_softmax(model.forward(b.src, b.tgt_in));  // [B, T, V]
+  const std::vector<Tensor> cross = model.attention(AttentionKind::Cross);
+  model.record_attention(false);
+
+  int64_t tokens = 0, forced_right = 0, rows_right = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    bool row_right = true;
+    for (int64_t t = 0; t < t_len; ++t) {
+      const int32_t target = b.tgt_out.data()[r * t_len + t];
+      if (target == data::kPad) continue;
+      const float* lp = log_probs.data() + (r * t_len + t) * vocab;
+      const int64_t best = std::max_element(lp, lp + vocab) - lp;
+      ++tokens;
+      e.loss -= lp[target];
+      e.p_correct += std::exp(static_cast<double>(lp[target]));
+      forced_right += best == target;
+      row_right = row_right && best == target;
+    }
+    rows_right += row_right;
+  }
+  e.loss /= static_cast<double>(tokens);
+  e.p_correct /= static_cast<double>(tokens);
+  e.forced_accuracy = static_cast<double>(forced_right) / static_cast<double>(tokens);
+  e.forced_exact = static_cast<double>(rows_right) / static_cast<double>(rows);
+
+  // Diagonal mass: query t of tgt_in must output tgt_out[t] = src[t] (the copy task), so its
+  // aligned key is source position t. The mass is attention[t, t], averaged over heads, over
+  // the non-pad target positions and over the held-out rows.
+  for (const Tensor& p : cross) {
+    const int64_t s_len = p.dim(3);
+    double mass = 0.0;
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t t = 0; t < std::min(t_len, s_len); ++t)
+          if (b.tgt_out.data()[r * t_len + t] != data::kPad)
+            mass += p.data()[((r * heads + h) * t_len + t) * s_len + t];
+    e.diagonal.push_back(mass / static_cast<double>(tokens * heads));
+    // Row 0's map, heads averaged: [T, S].
+    std::vector<float> avg(static_cast<size_t>(t_len * s_len), 0.0f);
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t i = 0; i < t_len * s_len; ++i)
+        avg[static_cast<size_t>(i)] += p.data()[h * t_len * s_len + i] / static_cast<float>(heads);
+    e.cross.push_back(Tensor::from({t_len, s_len}, avg));
+  }
+
+  // Free running: the model reads its own outputs. The generated sequence (with the </s> that
+  // stopped it) is compared with tgt_out position by position.
+  const std::vector<TokenIds> outputs = greedy_decode(model, b.src);
+  int64_t free_right = 0, exact = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const std::vector<int32_t>& tgt = held_out.pairs[static_cast<size_t>(r)].tgt;  // <s> .. </s>
+    TokenIds generated = outputs[static_cast<size_t>(r)];
+    generated.push_back(data::kEos);
+    for (size_t t = 0; t + 1 < tgt.size(); ++t)
+      free_right += t < generated.size() && generated[t] == tgt[t + 1];
+    exact += generated == TokenIds(tgt.begin() + 1, tgt.end());
+  }
+  e.free_accuracy = static_cast<double>(free_right) / static_cast<double>(tokens);
+  e.exact = static_cast<double>(exact) / static_cast<double>(rows);
+  model.train();
+  return e;
+}
+
+// Trains a fresh model from seed: the same seed gives the same weights, dropout masks and
+// batches, so runs that differ only in label smoothing see the same data in the same order.
+Run train(const Setup& setup, float smoothing, uint64_t seed, const HeldOut& held_out,
+          std::unique_ptr<Transformer>& model_out) {
+  const auto start = std::chrono::steady_clock::now();
+  Rng rng(seed);
+  auto model = std::make_unique<Transformer>(setup.model, rng);
+  Rng data_rng(rng.next_u64());
+  Run run;
+  run.smoothing = smoothing;
+  size_t next_eval = 0;
+  if (setup.eval_steps.front() == 0) {
+    run.evals.push_back(evaluate(*model, held_out, 0));
+    ++next_eval;
+  }
+
+  // [snippet: training-loop]
+  const int64_t d_model = setup.model.d_model;
+  nn::Adam adam(model->parameters());  // beta1 0.9, beta2 0.98, eps 1e-9 (§5.3)
+  model->train();                      // dropout on (§5.4)
+  for (int64_t step = 1; step <= setup.steps; ++step) {
+    const std::vector<data::Pair> pairs =
+        data::generate(data::Task::Copy, setup.batch, setup.task, data_rng);
+    const data::Batch batch = data::make_batch(pairs);  // src, tgt_in, tgt_out [B, T]
+    // Teacher forcing: the decoder reads the true previous tokens, all T positions at once.
+    const Tensor logits = model->forward(batch.src, batch.tgt_in);  // [B, T, V]
+    const Tensor loss = cross_entropy(logits, batch.tgt_out,
+                                      {.ignore_index = data::kPad, .label_smoothing = smoothing});
+    model->zero_grad();
+    loss.backward();
+    const float lr = nn::noam_lr(step, d_model, setup.warmup, setup.factor);  // eq. 3
+    adam.set_lr(lr);
+    adam.step();
+    run.losses.push_back(loss.item());
+    run.rates.push_back(lr);
+    // [/snippet]
+    if (next_eval < setup.eval_steps.size() && setup.eval_steps[next_eval] == step) {
+      run.evals.push_back(evaluate(*model, held_out, step));
+      ++next_eval;
+    }
+  }
+  model->eval();
+  run.seconds = seconds_since(start);
+  model_out = std::move(model);
+  return run;
+}
+
+std::vector<float> column(const std::vector<Eval>& evals, double Eval::*field) {
+  std::vector<float> ys;
+  for (const Eval& e : evals) ys.push_back(static_cast<float>(e.*field));
+  return ys;
+}
+
+std::vector<float> eval_steps_of(const Run& run) {
+  std::vector<float> xs;
+  for (const Eval& e : run.evals) xs.push_back(static_cast<float>(e.step));
+  return xs;
+}
+
+void print_evals(const Run& run) {
+  fmt::print("  {:>5} {:>8} {:>9} {:>10} {:>10} {:>10} {:>8}\n", "step", "loss", "p(right)",
+             "forced acc", "free acc", "forced ex", "exact");
+  for (const Eval& e : run.evals)
+    fmt::print("  {:>5} {:>8.4f} {:>9.4f} {:>10.4f} {:>10.4f} {:>10.4f} {:>8.4f}\n", e.step, e.loss,
+               e.p_correct, e.forced_accuracy, e.free_accuracy, e.forced_exact, e.exact);
+}
+
+void training(const Setup& setup, const Run& run, Transformer& model, const HeldOut& held_out,
+              const std::string& out_dir, Checks& check) {
+  banner("3. Training the copy model");
+  fmt::print(
+      "  {} parameters, {} steps of {} sequences, warmup {}, label smoothing {}, "
+      "dropout {}: {:.1f} s\n\n",
+      model.parameter_count(), setup.steps, setup.batch, setup.warmup, run.smoothing,
+      setup.model.dropout, run.seconds);
+  print_evals(run);
+  const Eval& last = run.evals.back();
+
+  // The loss curve beside the learning rate.
+  const viz::Image loss_plot = viz::line_plot({{.name = "training loss", .ys = run.losses}},
+                                              {.title = "training loss (eps_ls 0.1, log scale)",
+                                               .y_label = "loss",
+                                               .log_y = true,
+                                               .width = 520,
+                                               .height = 360});
+  const viz::Image lr_plot =
+      viz::line_plot({{.name = "learning rate", .ys = run.rates, .colour = viz::Rgb{200, 80, 40}}},
+                     {.title = fmt::format("lr: d_model {}, warmup {}, x{}", setup.model.d_model,
+                                           setup.warmup, setup.factor),
+                      .y_label = "learning rate",
+                      .width = 520,
+                      .height = 360});
+  const std::string loss_path = out_dir + "/08_training/loss_and_lr.png";
+  viz::write_png(viz::grid({loss_plot, lr_plot}, 2), loss_path);
+
+  // Teacher forced against free running.
+  const std::vector<float> xs = eval_steps_of(run);
+  const std::string bias_path = out_dir + "/08_training/forced_vs_free.png";
+  viz::write_png(
+      viz::line_plot(
+          {{.name = "forced tokens", .xs = xs, .ys = column(run.evals, &Eval::forced_accuracy)},
+           {.name = "free tokens", .xs = xs, .ys = column(run.evals, &Eval::free_accuracy)},
+           {.name = "exact (greedy)", .xs = xs, .ys = column(run.evals, &Eval::exact)}},
+          {.title = "held-out accuracy", .y_label = "accuracy"}),
+      bias_path);
+  fmt::print("\n  wrote {}\n  wrote {}\n\n", loss_path, bias_path);
+
+  double widest_gap = 0.0;
+  int64_t widest_at = 0;
+  bool identity = true;
+  for (const Eval& e : run.evals) {
+    if (e.forced_accuracy - e.free_accuracy > widest_gap) {
+      widest_gap = e.forced_accuracy - e.free_accuracy;
+      widest_at = e.step;
+    }
+    identity = identity && std::abs(e.forced_exact - e.exact) <= 0.02;
+  }
+  const double first_loss = run.losses.front(), final_loss = run.losses.back();
+  check(final_loss < 0.5 * first_loss,
+        fmt::format("the training loss falls from {:.3f} to {:.3f}", first_loss, final_loss));
+  check(widest_gap >= 0.05,
+        fmt::format("exposure bias: at step {} teacher-forced token accuracy is {:.2f} above "
+                    "free-running",
+                    widest_at, widest_gap));
+  const double final_gap = last.forced_accuracy - last.free_accuracy;
+  check(final_gap <= (setup.quick ? 0.05 : 0.02) && final_gap < widest_gap / 2,
+        fmt::format("they converge: at step {} the gap is {:.3f}", last.step, final_gap));
+  check(identity,
+        "a row is greedily decoded exactly iff its teacher-forced argmaxes are all "
+        "right (within 2% at every eval)");
+  const double needed = setup.quick ? 0.5 : 0.95;
+  check(last.exact >= needed,
+        fmt::format(
+            "held-out greedy exact match {:.3f} >= {} ({} of {} sequences)", last.exact, needed,
+            static_cast<int64_t>(std::lround(last.exact * static_cast<double>(setup.held_out))),
+            setup.held_out));
+
+  // Dropout (§5.4) is on in training mode and off in eval mode, where the model is measured.
+  NoGrad no_grad;
+  const data::Batch& b = held_out.batch;
+  model.train();
+  const Tensor train_a = model.forward(b.src, b.tgt_in), train_b = model.forward(b.src, b.tgt_in);
+  model.eval();
+  const Tensor eval_a = model.forward(b.src, b.tgt_in), eval_b = model.forward(b.src, b.tgt_in);
+  const float train_diff = max_abs_diff(train_a.data(), train_b.data(), train_a.numel());
+  const float eval_diff = max_abs_diff(eval_a.data(), eval_b.data(), eval_a.numel());
+  check(train_diff > 0.0f && eval_diff == 0.0f,
+        fmt::format("dropout: two passes differ in train mode (max diff {:.2f}), agree in eval "
+                    "mode (max diff {})",
+                    static_cast<double>(train_diff), static_cast<double>(eval_diff)));
+}
+
+// ---- 4. Greedy decoding by hand ----
+
+// [snippet: greedy]
+std::vector<TokenIds> greedy_by_hand(Transformer& model, const IndexTensor& src, int64_t steps) {
+  NoGrad no_grad;
+  const TransformerConfig& c = model.config;
+  const int64_t rows = src.shape()[0];
+  const Tensor src_mask = nn::padding_mask(src, c.pad_id);
+  const Tensor memory = model.encode(src, src_mask);  // the encoder runs once
+
+  std::vector<int32_t> prefix(static_cast<size_t>(rows), c.bos_id);  // [B, t], row-major
+  std::vector<TokenIds> output(static_cast<size_t>(rows));
+  std::vector<bool> done(static_cast<size_t>(rows), false);
+  for (int64_t t = 1; t <= steps; ++t) {
+    // Decode the whole prefix <s> y1 .. y(t-1) and keep the last position's logits.
+    const IndexTensor tgt_in = IndexTensor::from({rows, t}, prefix);
+    const Tensor y = model.decode(tgt_in, memory, src_mask, nn::look_ahead_mask(t));
+    const Tensor logits = model.generate(slice(y, 1, t - 1, t));  // [B, 1, V]
+    std::vector<int32_t> longer;
+    for (int64_t b = 0; b < rows; ++b) {
+      const float* row = logits.data() + b * c.vocab_size;
+      const auto next = static_cast<int32_t>(std::max_element(row, row + c.vocab_size) - row);
+      const auto i = static_cast<size_t>(b);
+      if (!done[i] && next == c.eos_id) done[i] = true;
+      if (!done[i]) output[i].push_back(next);
+      longer.insert(longer.end(), prefix.begin() + (b * t), prefix.begin() + (b + 1) * t);
+      longer.push_back(next);  // finished rows keep going so the batch stays [B, t + 1]
+    }
+    prefix = longer;
+    if (std::all_of(done.begin(), done.end(), [](bool d) { return d; })) break;
+  }
+  return output;
+}
+// [/snippet]
+
+void greedy_decoding(Transformer& model, const HeldOut& held_out, Checks& check) {
+  banner("4. Greedy decoding by hand");
+  model.eval();
+  const IndexTensor& src = held_out.batch.src;
+  const int64_t steps = std::min(src.shape()[1] + 50, model.config.max_len);  // as the library
+  const std::vector<TokenIds> by_hand = greedy_by_hand(model, src, steps);
+  const std::vector<TokenIds> library = greedy_decode(model, src);
+  const std::vector<TokenIds> library_no_cache = greedy_decode(model, src, {.use_cache = false});
+  for (int64_t r = 0; r < 3; ++r) {
+    const auto i = static_cast<size_t>(r);
+    fmt::print("  src {}  ->  {}\n", joined(row_names(src, r)),
+               joined(names_of(by_hand[i].data(), static_cast<int64_t>(by_hand[i].size()))));
+  }
+  int64_t same = 0;
+  for (size_t i = 0; i < by_hand.size(); ++i)
+    same += by_hand[i] == library[i] && by_hand[i] == library_no_cache[i];
+  fmt::print(
+      "\n  {} of {} held-out rows: the hand-written loop, greedy_decode and greedy_decode "
+      "without the cache agree\n\n",
+      same, by_hand.size());
+  check(same == static_cast<int64_t>(by_hand.size()),
+        "the loop written out gives the same tokens as greedy_decode (with and without its "
+        "key/value cache) on every held-out row");
+}
+
+// ---- 5. The alignment emerges ----
+
+void alignment_emerges(bool quick, const Run& run, const HeldOut& held_out,
+                       const std::string& out_dir, size_t& chosen_layer, Checks& check) {
+  banner("5. The alignment emerges");
+  const Eval& last = run.evals.back();
+  chosen_layer = static_cast<size_t>(std::max_element(last.diagonal.begin(), last.diagonal.end()) -
+                                     last.diagonal.begin());
+  fmt::print("  {:>5}", "step");
+  for (size_t l = 0; l < last.diagonal.size(); ++l)
+    fmt::print("  {:>14}", fmt::format("layer {}", l));
+  fmt::print("\n");
+  for (const Eval& e : run.evals) {
+    fmt::print("  {:>5}", e.step);
+    for (double d : e.diagonal) fmt::print("  {:>14.3f}", d);
+    fmt::print("\n");
+  }
+  fmt::print(
+      "\n  chosen for the pictures: decoder layer {}, the one with the highest final "
+      "diagonal mass\n",
+      chosen_layer);
+
+  const std::vector<std::string> rows = row_names(held_out.batch.tgt_in, 0);
+  const std::vector<std::string> cols = row_names(held_out.batch.src, 0);
+  std::vector<viz::Image> panels;
+  for (const Eval& e : run.evals)
+    panels.push_back(viz::heatmap(e.cross[chosen_layer], {.title = fmt::format("step {}", e.step),
+                                                          .row_labels = rows,
+                                                          .col_labels = cols,
+                                                          .row_axis = "tgt_in",
+                                                          .col_axis = "src",
+                                                          .cell_size = 12,
+                                                          .colour_bar = false}));
+  const std::string grid_path = out_dir + "/08_training/cross_attention_steps.png";
+  viz::write_png(viz::grid(panels, 6,
+                           fmt::format("cross-attention through training (decoder layer {}, "
+                                       "heads averaged, one held-out sequence)",
+                                       chosen_layer)),
+                 grid_path);
+
+  std::vector<viz::Series> curves;
+  const std::vector<float> xs = eval_steps_of(run);
+  for (size_t l = 0; l < last.diagonal.size(); ++l) {
+    std::vector<float> ys;
+    for (const Eval& e : run.evals) ys.push_back(static_cast<float>(e.diagonal[l]));
+    curves.push_back({.name = fmt::format("decoder layer {}", l), .xs = xs, .ys = ys});
+  }
+  const double uniform = 1.0 / static_cast<double>(held_out.batch.src.shape()[1]);
+  curves.push_back({.name = "uniform, 1/S",
+                    .xs = {xs.front(), xs.back()},
+                    .ys = {static_cast<float>(uniform), static_cast<float>(uniform)},
+                    .colour = viz::Rgb{150, 150, 150}});
+  const std::string curve_path = out_dir + "/08_training/diagonal_mass.png";
+  viz::write_png(viz::line_plot(curves, {.title = "weight on the aligned source token",
+                                         .y_label = "diagonal mass"}),
+                 curve_path);
+  fmt::print("\n  wrote {}\n  wrote {}\n\n", grid_path, curve_path);
+
+  const double start = run.evals.front().diagonal[chosen_layer];
+  const double end = last.diagonal[chosen_layer];
+  const double needed = quick ? 0.4 : 0.6;
+  check(std::abs(start - uniform) < 0.1,
+        fmt::format("untrained, the diagonal mass {:.3f} is near uniform attention's 1/S = "
+                    "{:.3f}",
+                    start, uniform));
+  check(end >= needed, fmt::format("trained, decoder layer {} puts {:.3f} (>= {}) of its "
+                                   "cross-attention on the aligned source token",
+                                   chosen_layer, end, needed));
+}
+
+// ---- 6. Attention after training ----
+
+// One grid per kind of attention: a panel per (layer, head), tokens on both axes.
+void attention_after_training(Transformer& model, const HeldOut& held_out,
+                              const std::string& out_dir, size_t chosen_layer, Checks& check) {
+  banner("6. Attention after training");
+  NoGrad no_grad;
+  model.eval();
+  const IndexTensor src = IndexTensor::from(
+      {1, held_out.batch.src.shape()[1]},
+      std::vector<int32_t>(held_out.batch.src.data(),
+                           held_out.batch.src.data() + held_out.batch.src.shape()[1]));
+  const IndexTensor tgt_in = IndexTensor::from(
+      {1, held_out.batch.tgt_in.shape()[1]},
+      std::vector<int32_t>(held_out.batch.tgt_in.data(),
+                           held_out.batch.tgt_in.data() + held_out.batch.tgt_in.shape()[1]));
+  model.record_attention(true);
+  model.forward(src, tgt_in);
+  model.record_attention(false);
+  const std::vector<std::string> s_names = row_names(src, 0), t_names = row_names(tgt_in, 0);
+  const int64_t heads = model.config.heads;
+
+  struct Kind {
+    AttentionKind kind;
+    const char* file;
+    const char* title;
+    std::vector<std::string> rows, cols;
+  };
+  const std::vector<Kind> kinds = {{AttentionKind::EncoderSelf, "encoder_self_attention.png",
+                                    "encoder self-attention", s_names, s_names},
+                                   {AttentionKind::DecoderSelf, "decoder_self_attention.png",
+                                    "decoder self-attention (masked)", t_names, t_names},
+                                   {AttentionKind::Cross, "cross_attention.png",
+                                    "encoder-decoder (cross) attention", t_names, s_names}};
+  for (const Kind& k : kinds) {
+    const std::vector<Tensor> maps = model.attention(k.kind);
+    std::vector<viz::Image> panels;
+    for (size_t l = 0; l < maps.size(); ++l)
+      for (int64_t h = 0; h < heads; ++h) {
+        const int64_t rows = maps[l].dim(2), cols = maps[l].dim(3);
+        const Tensor one =
+            Tensor::from({rows, cols}, std::vector<float>(maps[l].data() + h * rows * cols,
+                                                          maps[l].data() + (h + 1) * rows * cols));
+        panels.push_back(viz::heatmap(
+            one,
+            {.title = fmt::format("layer {}, head {}", l, h + 1),
+             .row_labels = k.rows,
+             .col_labels = k.cols,
+             .row_axis = k.kind == AttentionKind::EncoderSelf ? "query (src)" : "query (tgt_in)",
+             .col_axis = k.kind == AttentionKind::DecoderSelf ? "key (tgt_in)" : "key (src)",
+             .value_label = h + 1 == heads ? "weight" : "",
+             .cell_size = 16,
+             .colour_bar = h + 1 == heads}));
+      }
+    const std::string path = out_dir + "/08_training/" + k.file;
+    viz::write_png(
+        viz::grid(panels, heads,
+                  fmt::format("{} after training: rows = layers, columns = heads", k.title)),
+        path);
+    fmt::print("  wrote {}\n", path);
+  }
+
+  // Each head's diagonal mass in the chosen layer: do the heads share the work?
+  const Tensor cross = model.attention(AttentionKind::Cross)[chosen_layer];
+  const int64_t t_len = cross.dim(2), s_len = cross.dim(3);
+  double best_head = 0.0;
+  fmt::print("\n  decoder layer {}, this sequence, weight on the aligned source token:",
+             chosen_layer);
+  for (int64_t h = 0; h < heads; ++h) {
+    double mass = 0.0;
+    for (int64_t t = 0; t < t_len; ++t) mass += cross.data()[(h * t_len + t) * s_len + t];
+    mass /= static_cast<double>(t_len);
+    best_head = std::max(best_head, mass);
+    fmt::print(" head {} {:.3f}", h + 1, mass);
+  }
+  fmt::print("\n\n");
+  check(best_head >= 0.5, fmt::format("in decoder layer {} at least one head is mostly "
+                                      "diagonal ({:.3f}) on the drawn sequence",
+                                      chosen_layer, best_head));
+}
+
+// ---- 7. Label smoothing ----
+
+void label_smoothing(const Setup& setup, const std::vector<Run>& runs, const std::string& out_dir,
+                     Checks& check) {
+  banner("7. Label smoothing");
+  const double V = static_cast<double>(setup.model.vocab_size);
+  // [snippet: smoothing-optimum]
+  // The smoothed target (autograd/ops.h): (1 - eps) + eps/V on the right token, eps/V on each
+  // of the others. The loss is lowest when the model predicts exactly that distribution, so
+  // the best it can do is p(right) = 1 - eps + eps/V, an unsmoothed loss of -log of that.
+  const auto best_p_right = [V](double eps) {
+    return 1.0 - eps + eps / V;
+  };
+  // [/snippet]
+  fmt::print("  {:>5} {:>10} {:>12} {:>10} {:>12} {:>10} {:>10} {:>8} {:>7}\n", "eps", "p(right)",
+             "optimum p*", "loss", "-log p*", "perplexity", "token acc", "exact", "time");
+  for (const Run& r : runs) {
+    const Eval& e = r.evals.back();
+    const double p_star = best_p_right(r.smoothing);
+    fmt::print(
+        "  {:>5.2f} {:>10.4f} {:>12.4f} {:>10.4f} {:>12.4f} {:>10.4f} {:>10.4f} {:>8.4f} "
+        "{:>6.1f}s\n",
+        r.smoothing, e.p_correct, p_star, e.loss, 0.0 - std::log(p_star), std::exp(e.loss),
+        e.forced_accuracy, e.exact, r.seconds);
+  }
+
+  const std::vector<float> xs = eval_steps_of(runs.front());
+  std::vector<viz::Series> loss_curves, p_curves, exact_curves;
+  const std::vector<viz::Rgb> colours = {{31, 119, 180}, {214, 39, 40}, {44, 160, 44}};
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const std::string name = fmt::format("eps {}", runs[i].smoothing);
+    const viz::Rgb colour = colours[i % colours.size()];
+    loss_curves.push_back(
+        {.name = name, .xs = xs, .ys = column(runs[i].evals, &Eval::loss), .colour = colour});
+    p_curves.push_back(
+        {.name = name, .xs = xs, .ys = column(runs[i].evals, &Eval::p_correct), .colour = colour});
+    exact_curves.push_back(
+        {.name = name, .xs = xs, .ys = column(runs[i].evals, &Eval::exact), .colour = colour});
+    if (runs[i].smoothing > 0.0f) {
+      const auto p_star = static_cast<float>(best_p_right(runs[i].smoothing));
+      p_curves.push_back({.name = fmt::format("p*, eps {}", runs[i].smoothing),
+                          .xs = {xs.front(), xs.back()},
+                          .ys = {p_star, p_star},
+                          .colour = viz::Rgb{static_cast<uint8_t>(colour.r / 2 + 110),
+                                             static_cast<uint8_t>(colour.g / 2 + 110),
+                                             static_cast<uint8_t>(colour.b / 2 + 110)}});
+    }
+  }
+  const int w = 480, h = 360;
+  const std::string path = out_dir + "/08_training/label_smoothing.png";
+  viz::write_png(
+      viz::grid(
+          {viz::line_plot(loss_curves, {.title = "held-out loss (unsmoothed)",
+                                        .y_label = "nats per token",
+                                        .log_y = true,
+                                        .width = w,
+                                        .height = h}),
+           viz::line_plot(
+               p_curves,
+               {.title = "mean p(right token)", .y_label = "p(right)", .width = w, .height = h}),
+           viz::line_plot(
+               exact_curves,
+               {.title = "greedy exact match", .y_label = "exact match", .width = w, .height = h})},
+          3, "the same model, data and dropout masks, trained with different eps_ls"),
+      path);
+  fmt::print("\n  wrote {}\n\n", path);
+
+  const Eval& plain = runs[0].evals.back();
+  for (const Run& r : runs) {
+    if (r.smoothing == 0.0f) continue;
+    const Eval& e = r.evals.back();
+    const double p_star = best_p_right(r.smoothing);
+    check(e.p_correct <= p_star + 0.03,
+          fmt::format("eps {}: confidence capped, mean p(right) {:.4f} <= p* + 0.03 = {:.4f}",
+                      r.smoothing, e.p_correct, p_star + 0.03));
+    if (setup.quick) continue;
+    check(e.p_correct >= p_star - 0.03,
+          fmt::format("eps {}: trained to the cap, mean p(right) {:.4f} within 0.03 of p* = "
+                      "{:.4f}",
+                      r.smoothing, e.p_correct, p_star));
+    check(e.loss > plain.loss,
+          fmt::format("eps {}: held-out loss {:.4f} above eps 0's {:.4f} (perplexity {:.3f} vs "
+                      "{:.3f}); floor -log p* = {:.4f}",
+                      r.smoothing, e.loss, plain.loss, std::exp(e.loss), std::exp(plain.loss),
+                      -std::log(p_star)));
+    check(e.exact >= plain.exact - 0.05 && e.forced_accuracy >= plain.forced_accuracy - 0.01,
+          fmt::format("eps {}: accuracy as good (not lower by more than noise): exact match "
+                      "{:.3f} vs eps 0's {:.3f}, token accuracy {:.4f} vs {:.4f}",
+                      r.smoothing, e.exact, plain.exact, e.forced_accuracy, plain.forced_accuracy));
+  }
+  if (setup.quick) {
+    fmt::print(
+        "  (--quick: two short runs on shorter sequences; the comparisons with eps 0 are "
+        "checked in the full run)\n");
+  } else {
+    check(plain.p_correct > best_p_right(0.1) + 0.03,
+          fmt::format("eps 0: nothing caps the confidence, mean p(right) {:.4f}", plain.p_correct));
+  }
+}
+
+HeldOut make_held_out(const Setup& setup, uint64_t seed) {
+  Rng rng(seed ^ 0x5eedf00dULL);  // not the training stream: these sequences are never trained on
+  HeldOut h;
+  h.pairs = data::generate(data::Task::Copy, setup.held_out, setup.task, rng);
+  h.batch = data::make_batch(h.pairs);
+  return h;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Lesson 08: training on the copy task"};
+  bool quick = false;
+  uint64_t seed = 1;
+  std::string out_dir = "out";
+  int64_t steps = 0, warmup = 0, batch = 0, length = 0;
+  int threads = 1;
+  float factor = 0.0f;
+  app.add_flag("--quick", quick, "fewer steps and fewer runs, a few seconds (the tests use it)");
+  app.add_option("--seed", seed, "seed for the weights, dropout and data")->capture_default_str();
+  app.add_option("--steps", steps, "training steps (0: 400, or 250 with --quick)");
+  app.add_option("--warmup", warmup, "warm-up steps of eq. 3 (0: the lesson's 50)");
+  app.add_option("--factor", factor, "factor on eq. 3's rate (0: the lesson's 0.5)");
+  app.add_option("--batch", batch, "sequences per training step (0: the lesson's 32)");
+  app.add_option("--length", length,
+                 "content tokens per sequence (0: the lesson's 10, or 6 with --quick)");
+  app.add_option("--threads", threads,
+                 "OpenMP threads; the model is so small that one is fastest (0: OpenMP's default)")
+      ->capture_default_str();
+  app.add_option("--out", out_dir, "pictures go to <out>/08_training/")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  if (threads > 0) omp_set_num_threads(threads);  // the results do not depend on it
+  Checks check;
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    Setup setup = make_setup(quick);
+    if (steps > 0) setup.steps = steps;
+    if (warmup > 0) setup.warmup = warmup;
+    if (factor > 0.0f) setup.factor = factor;
+    if (batch > 0) setup.batch = batch;
+    setup.eval_steps = eval_schedule(setup.steps);
+    if (length > 0) setup.task.min_len = setup.task.max_len = length;
+    const HeldOut held_out = make_held_out(setup, seed);
+    warmup_schedule(setup, seed, out_dir, check);
+    teacher_forcing(setup, seed, held_out.pairs.front(), check);
+
+    // The paper's eps = 0.1 run is the main model; the others differ only in eps.
+    std::vector<Run> runs;
+    std::unique_ptr<Transformer> main_model;
+    for (float eps : setup.smoothing_runs) {
+      std::unique_ptr<Transformer> model;
+      runs.push_back(train(setup, eps, seed, held_out, model));
+      if (eps == 0.1f) main_model = std::move(model);
+    }
+    const Run& main_run =
+        *std::find_if(runs.begin(), runs.end(), [](const Run& r) { return r.smoothing == 0.1f; });
+    training(setup, main_run, *main_model, held_out, out_dir, check);
+    greedy_decoding(*main_model, held_out, check);
+    size_t chosen_layer = 0;
+    alignment_emerges(setup.quick, main_run, held_out, out_dir, chosen_layer, check);
+    attention_after_training(*main_model, held_out, out_dir, chosen_layer, check);
+    label_smoothing(setup, runs, out_dir, check);
+  } catch (const std::exception& e) {
+    fmt::print("\nlesson 08: stopped by an exception: {}\n", e.what());
+    return 1;
+  }
+  fmt::print("\n  total time {:.1f} s\n", seconds_since(start));
+  const int total = check.passed + check.failed;
+  if (check.failed > 0) {
+    fmt::print("\nlesson 08: {} of {} checks FAILED\n", check.failed, total);
+    return 1;
+  }
+  fmt::print("\nlesson 08: all {} checks passed\n", total);
+  return 0;
+}

@@ -1,0 +1,704 @@
+// Lesson 10: why self-attention.
+//
+// §4 of the paper compares four kinds of layer that map a sequence of n vectors of width d to
+// another: self-attention, a recurrent layer, a convolution and self-attention restricted to a
+// neighbourhood of r positions. Its Table 1 gives three costs for each: the work per layer,
+// the sequential operations (how many steps must wait for one another) and the maximum path
+// length between two positions. This program measures all three on this machine instead of
+// quoting them, then trains a recurrent encoder-decoder and a Transformer on the copy task
+// with the same budget and finds the length at which the recurrent model starts to forget.
+// README.md is the text that walks through this file. Every claim is checked; a failed check
+// makes the program exit with 1.
+//
+// Shape legend: B batch, N sequence length, D width, r neighbourhood, V vocabulary.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <limits>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "autograd/graph.h"
+#include "autograd/ops.h"
+#include "autograd/random.h"
+#include "autograd/tensor.h"
+#include "data/batch.h"
+#include "data/tasks.h"
+#include "data/vocab.h"
+#include "lessons/lesson.h"
+#include "models/decode.h"
+#include "models/transformer.h"
+#include "nn/attention.h"
+#include "nn/conv.h"
+#include "nn/layers.h"
+#include "nn/optim.h"
+#include "nn/recurrent.h"
+#include "viz/line_plot.h"
+#include "viz/png.h"
+
+using namespace gf;
+using namespace gf::lessons;
+
+namespace {
+
+const std::string kDir = "/10_why_self_attention/";
+
+float max_abs_diff(const Tensor& a, const Tensor& b) {
+  if (!(a.shape() == b.shape())) return std::numeric_limits<float>::infinity();
+  float d = 0.0f;
+  for (int64_t i = 0; i < a.numel(); ++i) d = std::max(d, std::abs(a.data()[i] - b.data()[i]));
+  return d;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+// The least-squares slope of log(y) against log(x): the growth exponent, y ~ x^slope.
+double log_log_slope(const std::vector<double>& x, const std::vector<double>& y) {
+  double mx = 0, my = 0;
+  for (size_t i = 0; i < x.size(); ++i) mx += std::log(x[i]), my += std::log(y[i]);
+  mx /= static_cast<double>(x.size());
+  my /= static_cast<double>(x.size());
+  double sxy = 0, sxx = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    sxy += (std::log(x[i]) - mx) * (std::log(y[i]) - my);
+    sxx += (std::log(x[i]) - mx) * (std::log(x[i]) - mx);
+  }
+  return sxy / sxx;
+}
+
+// ---- 1. Time per layer ----
+
+// [snippet: restricted]
+// Self-attention restricted to the band |i - j| <= r (§4), in O(r N D): the sequence is cut
+// into N/r blocks of r positions, and each block's queries attend only to the keys of itself
+// and its two neighbour blocks (3r keys), which hold the whole band. The blocks play the part
+// of heads, so the library's attention runs them all as batched [r, 3r] products.
+// q, k, v [B, N, D] with N a multiple of r -> [B, N, D].
+Tensor restricted_self_attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t r) {
+  const int64_t batch = q.shape()[0], n = q.shape()[1], d = q.shape()[2], blocks = n / r;
+  const auto neighbourhoods = [&](const Tensor& x) {  // [B, N, D] -> [B, N/r, 3r, D]
+    const Tensor zero = Tensor::zeros({batch, 1, r, d});
+    const Tensor padded = concat({zero, reshape(x, {batch, blocks, r, d}), zero}, 1);
+    return concat({slice(padded, 1, 0, blocks), slice(padded, 1, 1, blocks + 1),
+                   slice(padded, 1, 2, blocks + 2)},
+                  2);
+  };
+  // Query a of block b sits at b*r + a; key p of its window at (b-1)*r + p. Block the keys
+  // outside the band and the zero blocks beyond either end (1 = may not attend).
+  std::vector<float> mask(static_cast<size_t>(blocks * r * 3 * r), 0.0f);
+  for (int64_t b = 0; b < blocks; ++b)
+    for (int64_t a = 0; a < r; ++a)
+      for (int64_t p = 0; p < 3 * r; ++p) {
+        const bool outside =
+            std::abs(p - r - a) > r || (b == 0 && p < r) || (b == blocks - 1 && p >= 2 * r);
+        mask[static_cast<size_t>((b * r + a) * 3 * r + p)] = outside ? 1.0f : 0.0f;
+      }
+  const Tensor out = nn::scaled_dot_product_attention(reshape(q, {batch, blocks, r, d}),
+                                                      neighbourhoods(k), neighbourhoods(v),
+                                                      Tensor::from({1, blocks, r, 3 * r}, mask));
+  return reshape(out, {batch, n, d});
+}
+// [/snippet]
+
+// Full attention under the band mask, the O(N^2 D) way, to check the blocked version.
+Tensor banded_full_attention(const Tensor& x, int64_t r) {
+  const int64_t batch = x.shape()[0], n = x.shape()[1], d = x.shape()[2];
+  std::vector<float> mask(static_cast<size_t>(n * n));
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j) mask[static_cast<size_t>(i * n + j)] = std::abs(i - j) > r;
+  const Tensor x4 = reshape(x, {batch, 1, n, d});
+  return reshape(nn::scaled_dot_product_attention(x4, x4, x4, Tensor::from({1, 1, n, n}, mask)),
+                 {batch, n, d});
+}
+
+Tensor self_attention(const Tensor& x) {  // softmax(x x^T / sqrt(D)) x: queries = keys = values
+  const Shape& s = x.shape();
+  const Tensor x4 = reshape(x, {s[0], 1, s[1], s[2]});
+  return reshape(nn::scaled_dot_product_attention(x4, x4, x4), s);
+}
+
+enum Kind { kSelfAttention, kRecurrent, kConvolution, kRestricted, kKinds };
+const std::vector<std::string> kNames = {"self-attention", "recurrent (GRU)", "convolution (k=3)",
+                                         "restricted"};
+
+struct Layers {
+  nn::GRU gru;
+  nn::Conv1d conv;
+  int64_t r;
+  Layers(int64_t d, int64_t r_, Rng& rng)
+      : gru(d, d, rng), conv({.in_channels = d, .out_channels = d, .kernel_size = 3}, rng), r(r_) {}
+
+  Tensor forward(Kind kind, const Tensor& x) const {
+    switch (kind) {
+      case kSelfAttention:
+        return self_attention(x);
+      case kRecurrent:
+        return gru.forward(x).outputs;
+      case kConvolution:
+        return conv.forward(x);
+      default:
+        return restricted_self_attention(x, x, x, r);
+    }
+  }
+};
+
+// The median of `repeats` timed forward passes (after one untimed warm-up), in seconds.
+double time_forward(const Layers& layers, Kind kind, const Tensor& x, int repeats) {
+  NoGrad no_grad;
+  layers.forward(kind, x);
+  std::vector<double> times;
+  for (int i = 0; i < repeats; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    layers.forward(kind, x);
+    times.push_back(seconds_since(start));
+  }
+  return median(times);
+}
+
+struct Timings {
+  std::vector<double> ns;
+  std::vector<std::vector<double>> seconds;  // [kind][i]
+};
+
+Timings time_per_layer(bool quick, uint64_t seed, const std::string& out_dir, Checks& check) {
+  banner("1. Time per layer");
+  Rng rng(seed);
+  const int64_t d = 64, batch = 4, r = 16;
+  {  // the blocked restricted attention is the banded full attention
+    const Tensor x = Tensor::uniform({2, 12, 8}, rng, -1.0f, 1.0f);
+    const float diff =
+        max_abs_diff(restricted_self_attention(x, x, x, 3), banded_full_attention(x, 3));
+    check(diff < 1e-5f, fmt::format("restricted attention in blocks of r = 3 equals full attention "
+                                    "under the band mask |i - j| <= 3 (max diff {:.1e})",
+                                    diff));
+  }
+  const Layers layers(d, r, rng);
+  Timings t;
+  t.seconds.resize(kKinds);
+  const int64_t longest = quick ? 256 : 2048;
+  fmt::print("  forward time per layer (ms, median of repeats), B = {}, D = {}, r = {}\n", batch, d,
+             r);
+  fmt::print("  {:>6}", "N");
+  for (const auto& name : kNames) fmt::print(" {:>18}", name);
+  fmt::print("\n");
+  for (int64_t n = 16; n <= longest; n *= 2) {
+    const Tensor x = Tensor::uniform({batch, n, d}, rng, -1.0f, 1.0f);
+    t.ns.push_back(static_cast<double>(n));
+    fmt::print("  {:>6}", n);
+    for (int kind = 0; kind < kKinds; ++kind) {
+      const int repeats = quick ? 3 : (n <= 256 ? 15 : 7);
+      const double s = time_forward(layers, static_cast<Kind>(kind), x, repeats);
+      t.seconds[static_cast<size_t>(kind)].push_back(s);
+      fmt::print(" {:>18.3f}", 1e3 * s);
+    }
+    fmt::print("\n");
+  }
+
+  // Growth exponents over the three longest lengths, where fixed per-call costs matter least.
+  const size_t tail = 3, first = t.ns.size() - tail;
+  const std::vector<double> tail_ns(t.ns.begin() + static_cast<long>(first), t.ns.end());
+  std::vector<double> slopes;
+  fmt::print("\n  slope of log(time) against log(N) over N = {} .. {}:\n", tail_ns.front(),
+             tail_ns.back());
+  const std::vector<std::string> expected = {"2 (n^2 d)", "1 (n d^2)", "1 (k n d^2)", "1 (r n d)"};
+  for (int kind = 0; kind < kKinds; ++kind) {
+    const auto& s = t.seconds[static_cast<size_t>(kind)];
+    slopes.push_back(log_log_slope(tail_ns, {s.begin() + static_cast<long>(first), s.end()}));
+    fmt::print("    {:<18} {:5.2f}   Table 1: {}\n", kNames[static_cast<size_t>(kind)],
+               slopes.back(), expected[static_cast<size_t>(kind)]);
+  }
+
+  // Where self-attention stops being cheaper than the recurrent layer.
+  int64_t crossover = 0;
+  for (size_t i = 0; i < t.ns.size(); ++i)
+    if (crossover == 0 && t.seconds[kSelfAttention][i] > t.seconds[kRecurrent][i])
+      crossover = static_cast<int64_t>(t.ns[i]);
+  if (crossover > 0)
+    fmt::print(
+        "\n  self-attention is cheaper than the GRU up to N = {} and dearer from N = {} "
+        "(the paper's argument puts the turn at N = D = {})\n",
+        crossover / 2, crossover, d);
+  else
+    fmt::print("\n  self-attention is cheaper than the GRU at every N measured (up to {})\n",
+               longest);
+
+  std::vector<viz::Series> series;
+  std::vector<float> log2n;
+  for (const double n : t.ns) log2n.push_back(static_cast<float>(std::log2(n)));
+  for (int kind = 0; kind < kKinds; ++kind) {
+    std::vector<float> ms;
+    for (const double s : t.seconds[static_cast<size_t>(kind)])
+      ms.push_back(static_cast<float>(1e3 * s));
+    series.push_back({.name = kNames[static_cast<size_t>(kind)], .xs = log2n, .ys = ms});
+  }
+  const std::string path = out_dir + kDir + "time_per_layer.png";
+  viz::write_png(viz::line_plot(series, {.title = fmt::format(
+                                             "forward time per layer, B = {}, D = {}", batch, d),
+                                         .x_label = "log2 N (sequence length)",
+                                         .y_label = "ms (log scale)",
+                                         .log_y = true}),
+                 path);
+  fmt::print("\n  wrote {}\n", path);
+
+  if (quick) {
+    check(true, "timing claims are skipped with --quick (too few, too short lengths)");
+  } else {
+    check(slopes[kSelfAttention] > 1.5,
+          fmt::format("self-attention grows faster than linearly at large N (slope {:.2f}, "
+                      "Table 1: 2)",
+                      slopes[kSelfAttention]));
+    // Only the GRU is asserted: its N steps average out interference from other processes,
+    // while one disturbed run of a sub-millisecond convolution can bend its slope.
+    check(slopes[kRecurrent] < slopes[kSelfAttention] - 0.5,
+          fmt::format("the GRU grows about linearly (slope {:.2f}, Table 1: 1), clearly slower "
+                      "than self-attention",
+                      slopes[kRecurrent]));
+    check(t.seconds[kSelfAttention].back() > t.seconds[kRestricted].back(),
+          fmt::format("at N = {} restricted attention is {:.1f}x faster than full self-attention",
+                      longest, t.seconds[kSelfAttention].back() / t.seconds[kRestricted].back()));
+  }
+  return t;
+}
+
+// ---- 2. Sequential operations and path length ----
+
+// The longest chain of recorded ops from `from` (a leaf) to the tape's end at root: the
+// number of operations that must run one after another. -1 when from does not reach root.
+int64_t longest_path(const Tensor& root, const Tensor& from) {
+  std::unordered_map<const Node*, int64_t> memo;
+  const std::function<int64_t(const Tensor&)> depth = [&](const Tensor& t) -> int64_t {
+    if (t.impl() == from.impl()) return 0;
+    const Node* node = t.impl()->grad_fn.get();
+    if (node == nullptr) return -1;
+    if (const auto it = memo.find(node); it != memo.end()) return it->second;
+    int64_t best = -1;
+    for (const Tensor& input : node->inputs)
+      if (input.defined()) {
+        const int64_t d = depth(input);
+        if (d >= 0) best = std::max(best, d + 1);
+      }
+    return memo[node] = best;
+  };
+  return depth(root);
+}
+
+// [snippet: sequential]
+// One layer applied to x [1, N, D]: the depth of its tape from x to the output is the number of
+// operations that cannot run at the same time, however many cores there are.
+int64_t sequential_operations(const Layers& layers, Kind kind, int64_t n, int64_t d, Rng& rng) {
+  const Tensor x = Tensor::uniform({1, n, d}, rng, -1.0f, 1.0f).set_requires_grad();
+  return longest_path(layers.forward(kind, x), x);
+}
+// [/snippet]
+
+// A stack of layers that mix positions, for the path-length measurement.
+enum StackKind { kStackAttention, kStackRestricted, kStackConv, kStackDilated, kStackKinds };
+const std::vector<std::string> kStackNames = {"self-attention", "restricted (r=8)",
+                                              "conv k=3, contiguous", "conv k=3, dilated"};
+
+struct Stack {
+  std::vector<std::unique_ptr<nn::Conv1d>> contiguous, dilated;
+  static constexpr int64_t kWidth = 4, kR = 8;
+  Stack(int64_t depth, Rng& rng) {
+    int64_t dilation = 1;
+    for (int64_t l = 0; l < depth; ++l) {
+      contiguous.push_back(
+          std::make_unique<nn::Conv1d>(nn::Conv1dConfig{.in_channels = kWidth,
+                                                        .out_channels = kWidth,
+                                                        .kernel_size = 3,
+                                                        .padding = nn::Padding::Causal},
+                                       rng));
+      dilated.push_back(
+          std::make_unique<nn::Conv1d>(nn::Conv1dConfig{.in_channels = kWidth,
+                                                        .out_channels = kWidth,
+                                                        .kernel_size = 3,
+                                                        .dilation = dilation,
+                                                        .padding = nn::Padding::Causal},
+                                       rng));
+      dilation = std::min<int64_t>(dilation * 3, 1 << 20);
+    }
+  }
+  Tensor forward(StackKind kind, int64_t layers, Tensor x) const {
+    for (int64_t l = 0; l < layers; ++l) {
+      const auto i = static_cast<size_t>(l);
+      if (kind == kStackAttention) x = self_attention(x);
+      if (kind == kStackRestricted) x = restricted_self_attention(x, x, x, kR);
+      if (kind == kStackConv) x = contiguous[i]->forward(x);
+      if (kind == kStackDilated) x = dilated[i]->forward(x);
+    }
+    return x;
+  }
+};
+
+// [snippet: path-length]
+// The fewest stacked layers after which the output at position N-1 depends on the input at
+// position 0: the gradient d y_{N-1} / d x_0 is exactly zero until a path joins them.
+int64_t layers_to_connect(const Stack& stack, StackKind kind, int64_t n, Rng& rng) {
+  for (int64_t layers = 1; layers <= n; ++layers) {
+    const Tensor x = Tensor::uniform({1, n, Stack::kWidth}, rng, -1.0f, 1.0f).set_requires_grad();
+    const Tensor last = slice(stack.forward(kind, layers, x), 1, n - 1, n);
+    sum(last * last).backward();
+    const Tensor grad_first = slice(x.grad(), 1, 0, 1);
+    if (sum(grad_first * grad_first).data()[0] > 0.0f) return layers;
+  }
+  return -1;
+}
+// [/snippet]
+
+void steps_and_paths(bool quick, uint64_t seed, const std::string& out_dir, Checks& check) {
+  banner("2. Sequential operations and path length");
+  Rng rng(seed + 1);
+  const int64_t d = 8;
+  const Layers layers(d, 4, rng);
+  const std::vector<int64_t> ns =
+      quick ? std::vector<int64_t>{8, 16, 32} : std::vector<int64_t>{8, 16, 32, 64, 128};
+  std::vector<std::vector<int64_t>> depth(kKinds);
+  for (int kind = 0; kind < kKinds; ++kind)
+    for (const int64_t n : ns)
+      depth[static_cast<size_t>(kind)].push_back(
+          sequential_operations(layers, static_cast<Kind>(kind), n, d, rng));
+
+  const Stack stack(ns.back(), rng);
+  std::vector<std::vector<int64_t>> path(kStackKinds);
+  for (int kind = 0; kind < kStackKinds; ++kind)
+    for (const int64_t n : ns)
+      path[static_cast<size_t>(kind)].push_back(
+          layers_to_connect(stack, static_cast<StackKind>(kind), n, rng));
+  // The GRU connects them in one layer, through N-1 steps of its cell: each step adds the same
+  // number of ops to the tape, so the path in steps is read off the depth.
+  const int64_t per_step = (depth[kRecurrent][1] - depth[kRecurrent][0]) / (ns[1] - ns[0]);
+  std::vector<int64_t> gru_steps;
+  for (size_t i = 0; i < ns.size(); ++i)
+    gru_steps.push_back((depth[kRecurrent][i] - depth[kRecurrent][0]) / per_step + ns[0] - 1);
+
+  fmt::print("  sequential operations = depth of one layer's tape (ops), D = {}, r = 4\n", d);
+  fmt::print("  {:<20} {:>12}", "layer", "Table 1");
+  for (const int64_t n : ns) fmt::print(" {:>7}", fmt::format("N={}", n));
+  fmt::print("\n");
+  const std::vector<std::string> seq_formula = {"O(1)", "O(n)", "O(1)", "O(1)"};
+  for (int kind = 0; kind < kKinds; ++kind) {
+    fmt::print("  {:<20} {:>12}", kNames[static_cast<size_t>(kind)],
+               seq_formula[static_cast<size_t>(kind)]);
+    for (const int64_t v : depth[static_cast<size_t>(kind)]) fmt::print(" {:>7}", v);
+    fmt::print("\n");
+  }
+  fmt::print("\n  maximum path length = layers until y_(N-1) depends on x_0\n");
+  fmt::print("  {:<20} {:>12}", "layer", "Table 1");
+  for (const int64_t n : ns) fmt::print(" {:>7}", fmt::format("N={}", n));
+  fmt::print("\n");
+  const std::vector<std::string> path_formula = {"O(1)", "O(n/r)", "O(n/k)", "O(log_k n)"};
+  for (int kind = 0; kind < kStackKinds; ++kind) {
+    fmt::print("  {:<20} {:>12}", kStackNames[static_cast<size_t>(kind)],
+               path_formula[static_cast<size_t>(kind)]);
+    for (const int64_t v : path[static_cast<size_t>(kind)]) fmt::print(" {:>7}", v);
+    fmt::print("\n");
+  }
+  fmt::print("  {:<20} {:>12}", "recurrent (steps)", "O(n)");
+  for (const int64_t v : gru_steps) fmt::print(" {:>7}", v);
+  fmt::print(
+      "\n  (the GRU needs one layer; the signal then crosses the cell steps shown, {} ops "
+      "each)\n",
+      per_step);
+
+  // The formulas, exactly, for these kernels: a causal k = 3 layer reaches 2 positions back,
+  // a dilated stack 3^L - 1, a band of r reaches r.
+  bool exact = true;
+  for (size_t i = 0; i < ns.size(); ++i) {
+    const int64_t n = ns[i];
+    int64_t log3 = 0;
+    for (int64_t reach = 1; reach < n; reach *= 3) ++log3;
+    exact = exact && path[kStackAttention][i] == 1 &&
+            path[kStackRestricted][i] == (n - 1 + 7) / 8 &&
+            path[kStackConv][i] == (n - 1 + 1) / 2 && path[kStackDilated][i] == log3 &&
+            gru_steps[i] == n - 1;
+  }
+  check(exact,
+        "measured path lengths: self-attention 1, restricted ceil((N-1)/r), contiguous "
+        "conv ceil((N-1)/(k-1)), dilated conv ceil(log_3 N), GRU N-1 steps");
+  const bool flat = depth[kSelfAttention].front() == depth[kSelfAttention].back() &&
+                    depth[kConvolution].front() == depth[kConvolution].back() &&
+                    depth[kRestricted].front() == depth[kRestricted].back();
+  const int64_t growth = ns.back() / ns.front();
+  check(flat && depth[kRecurrent].back() > growth * depth[kRecurrent].front() / 2,
+        fmt::format("sequential ops: constant in N for attention, convolution and restricted "
+                    "attention; the GRU's grow with N ({} -> {})",
+                    depth[kRecurrent].front(), depth[kRecurrent].back()));
+
+  std::vector<float> xs;
+  for (const int64_t n : ns) xs.push_back(static_cast<float>(n));
+  std::vector<viz::Series> series;
+  for (int kind = 0; kind < kStackKinds; ++kind) {
+    std::vector<float> ys;
+    for (const int64_t v : path[static_cast<size_t>(kind)]) ys.push_back(static_cast<float>(v));
+    series.push_back({.name = kStackNames[static_cast<size_t>(kind)], .xs = xs, .ys = ys});
+  }
+  std::vector<float> steps;
+  for (const int64_t v : gru_steps) steps.push_back(static_cast<float>(v));
+  series.push_back({.name = "recurrent (cell steps)", .xs = xs, .ys = steps});
+  const std::string file = out_dir + kDir + "path_length.png";
+  viz::write_png(viz::line_plot(series, {.title = "maximum path length from x_0 to y_(N-1)",
+                                         .x_label = "N (sequence length)",
+                                         .y_label = "layers (or steps)"}),
+                 file);
+  fmt::print("\n  wrote {}\n", file);
+}
+
+// ---- 3. A recurrent model forgets ----
+
+// Sutskever et al. (2014): a GRU reads the source; its final state is all the decoder gets.
+class RecurrentSeq2Seq : public nn::Module {
+ public:
+  RecurrentSeq2Seq(int64_t vocab, int64_t width, Rng& rng)
+      : embed(vocab, width, rng),
+        encoder(width, width, rng),
+        decoder(width, width, rng),
+        generator(width, vocab, rng) {
+    register_module("embed", embed);
+    register_module("encoder", encoder);
+    register_module("decoder", decoder);
+    register_module("generator", generator);
+  }
+
+  // [snippet: bottleneck]
+  // Teacher forcing: logits [B, T, V]. The source's padded tail is skipped by the lengths, so
+  // final_state [B, D] is the state after each row's eos: one vector for the whole sentence.
+  Tensor forward(const data::Batch& batch, const std::vector<int64_t>& src_lengths) const {
+    const Tensor summary = encoder.forward(embed.forward(batch.src), {}, src_lengths).final_state;
+    const Tensor states = decoder.forward(embed.forward(batch.tgt_in), summary).outputs;
+    return generator.forward(states);
+  }
+  // [/snippet]
+
+  // Greedy decoding, one cell step per generated token; src [B, S] unpadded.
+  std::vector<std::vector<int32_t>> greedy(const IndexTensor& src, int64_t max_len) const {
+    NoGrad no_grad;
+    const int64_t batch = src.shape()[0];
+    Tensor h = encoder.forward(embed.forward(src)).final_state;
+    std::vector<int32_t> tokens(static_cast<size_t>(batch), data::kBos);
+    std::vector<std::vector<int32_t>> out(static_cast<size_t>(batch));
+    std::vector<bool> done(static_cast<size_t>(batch), false);
+    for (int64_t step = 0; step < max_len; ++step) {
+      const Tensor x = embed.forward(IndexTensor::from({batch}, tokens));
+      h = decoder.cell.forward(x, h);
+      const Tensor logits = generator.forward(h);  // [B, V]
+      const int64_t v = logits.shape()[1];
+      for (int64_t b = 0; b < batch; ++b) {
+        const float* row = logits.data() + b * v;
+        const auto best = static_cast<int32_t>(std::max_element(row, row + v) - row);
+        tokens[static_cast<size_t>(b)] = best;
+        if (best == data::kEos) done[static_cast<size_t>(b)] = true;
+        if (!done[static_cast<size_t>(b)]) out[static_cast<size_t>(b)].push_back(best);
+      }
+    }
+    return out;
+  }
+
+  nn::Embedding embed;
+  nn::GRU encoder, decoder;
+  nn::Linear generator;
+};
+
+std::vector<int64_t> source_lengths(const IndexTensor& src) {
+  const int64_t batch = src.shape()[0], len = src.shape()[1];
+  std::vector<int64_t> lengths(static_cast<size_t>(batch), 0);
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t t = 0; t < len; ++t)
+      lengths[static_cast<size_t>(b)] += src.data()[b * len + t] != data::kPad;
+  return lengths;
+}
+
+struct Accuracy {
+  double exact = 0, tokens = 0;
+};
+
+// Exact-match and token accuracy of decoded outputs against the copy targets.
+Accuracy score(const std::vector<data::Pair>& pairs, const std::vector<std::vector<int32_t>>& out) {
+  Accuracy a;
+  double correct = 0, total = 0;
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    const std::vector<int32_t> want(pairs[i].tgt.begin() + 1, pairs[i].tgt.end() - 1);
+    a.exact += out[i] == want;
+    for (size_t j = 0; j < want.size(); ++j) correct += j < out[i].size() && out[i][j] == want[j];
+    total += static_cast<double>(want.size());
+  }
+  a.exact /= static_cast<double>(pairs.size());
+  a.tokens = correct / total;
+  return a;
+}
+
+void recurrent_forgets(bool quick, uint64_t seed, const std::string& out_dir, Checks& check) {
+  banner("3. A recurrent model forgets");
+  const int64_t longest = quick ? 8 : 24, steps = quick ? 150 : 1400, batch_size = 32;
+  const data::TaskConfig train_task{.vocab_size = 11, .min_len = 2, .max_len = longest};
+  Rng rng(seed + 2);
+  // [snippet: models]
+  RecurrentSeq2Seq gru(11, 60, rng);
+  Transformer transformer({.vocab_size = 11,
+                           .d_model = 32,
+                           .d_ff = 64,
+                           .heads = 4,
+                           .encoder_layers = 2,
+                           .decoder_layers = 2,
+                           .max_len = 64,
+                           .dropout = 0.0f},
+                          rng);
+  // [/snippet]
+  fmt::print("  parameters: GRU encoder-decoder {}, Transformer {}\n", gru.parameter_count(),
+             transformer.parameter_count());
+  const double ratio = static_cast<double>(gru.parameter_count()) /
+                       static_cast<double>(transformer.parameter_count());
+  check(ratio > 0.8 && ratio < 1.25,
+        fmt::format("the two models have comparable sizes (ratio {:.2f})", ratio));
+
+  // The same batches, steps and optimizer for both.
+  // Each model gets the peak rate that suits it: the GRU's gradients grow through its N steps
+  // and it trained best at 3e-3; the Transformer, with its post-norm layers, at 9e-3 (about
+  // the peak of §5.3's schedule for d_model 32 and 100 warm-up steps).
+  constexpr float kGruPeak = 3e-3f, kTransformerPeak = 9e-3f;
+  nn::Adam gru_opt(gru.parameters(), {.lr = kGruPeak});
+  nn::Adam tf_opt(transformer.parameters(), {.lr = kTransformerPeak});
+  Rng data_rng(seed + 3);
+  const auto start = std::chrono::steady_clock::now();
+  double gru_seconds = 0, tf_seconds = 0;
+  float gru_loss = 0, tf_loss = 0;
+  for (int64_t step = 1; step <= steps; ++step) {
+    const std::vector<data::Pair> pairs =
+        data::generate(data::Task::Copy, batch_size, train_task, data_rng);
+    const data::Batch batch = data::make_batch(pairs);
+    const CrossEntropyOptions loss_options{.ignore_index = data::kPad};
+    // A linear warm-up over 100 steps, then lr ~ step^-0.5, the shape of §5.3's schedule.
+    const float warmup =
+        std::min(static_cast<float>(step) / 100.0f, std::sqrt(100.0f / static_cast<float>(step)));
+    auto t0 = std::chrono::steady_clock::now();
+    Tensor loss =
+        cross_entropy(gru.forward(batch, source_lengths(batch.src)), batch.tgt_out, loss_options);
+    gru_opt.zero_grad();
+    loss.backward();
+    nn::clip_grad_norm(gru.parameters(), 1.0f);
+    gru_opt.set_lr(kGruPeak * warmup);
+    gru_opt.step();
+    gru_loss = loss.data()[0];
+    gru_seconds += seconds_since(t0);
+    t0 = std::chrono::steady_clock::now();
+    loss = cross_entropy(transformer.forward(batch.src, batch.tgt_in), batch.tgt_out, loss_options);
+    tf_opt.zero_grad();
+    loss.backward();
+    nn::clip_grad_norm(transformer.parameters(), 1.0f);
+    tf_opt.set_lr(kTransformerPeak * warmup);
+    tf_opt.step();
+    tf_loss = loss.data()[0];
+    tf_seconds += seconds_since(t0);
+    if (step % (steps / 6) == 0 || step == steps)
+      fmt::print("  step {:>4}  loss GRU {:.3f}  Transformer {:.3f}\n", step, gru_loss, tf_loss);
+  }
+  fmt::print("  trained {} steps of {} pairs in {:.1f} s (GRU {:.1f} s, Transformer {:.1f} s)\n",
+             steps, batch_size, seconds_since(start), gru_seconds, tf_seconds);
+
+  // Greedy decoding of fresh sequences, one length at a time.
+  transformer.eval();
+  const int64_t per_length = quick ? 32 : 100;
+  std::vector<float> lengths, gru_exact, tf_exact, gru_tok, tf_tok;
+  fmt::print("\n  {:>6} {:>14} {:>14} {:>14} {:>14}\n", "length", "GRU exact", "Transf. exact",
+             "GRU tokens", "Transf. tokens");
+  Rng eval_rng(seed + 4);
+  for (int64_t len = 2; len <= longest; len += quick ? 2 : 2) {
+    const data::TaskConfig task{.vocab_size = 11, .min_len = len, .max_len = len};
+    const std::vector<data::Pair> pairs =
+        data::generate(data::Task::Copy, per_length, task, eval_rng);
+    std::vector<std::vector<int32_t>> sources;
+    for (const auto& p : pairs) sources.push_back(p.src);
+    const IndexTensor src = data::pad_sequences(sources);
+    const Accuracy g = score(pairs, gru.greedy(src, len + 2));
+    const Accuracy t = score(pairs, greedy_decode(transformer, src, {.max_len = len + 2}));
+    fmt::print("  {:>6} {:>13.0f}% {:>13.0f}% {:>13.0f}% {:>13.0f}%\n", len, 100 * g.exact,
+               100 * t.exact, 100 * g.tokens, 100 * t.tokens);
+    lengths.push_back(static_cast<float>(len));
+    gru_exact.push_back(static_cast<float>(100 * g.exact));
+    tf_exact.push_back(static_cast<float>(100 * t.exact));
+    gru_tok.push_back(static_cast<float>(100 * g.tokens));
+    tf_tok.push_back(static_cast<float>(100 * t.tokens));
+  }
+  float forget_at = 0;
+  for (size_t i = 0; i < lengths.size() && forget_at == 0; ++i)
+    if (gru_exact[i] < 50.0f) forget_at = lengths[i];
+  fmt::print("\n  the GRU's exact copies fall below 50% at length {}\n", forget_at);
+
+  const std::string file = out_dir + kDir + "copy_accuracy.png";
+  viz::write_png(
+      viz::line_plot({{.name = "Transformer", .xs = lengths, .ys = tf_exact},
+                      {.name = "GRU encoder-decoder", .xs = lengths, .ys = gru_exact}},
+                     {.title = fmt::format("exact copies after {} steps, by length", steps),
+                      .x_label = "sequence length",
+                      .y_label = "% copied exactly"}),
+      file);
+  fmt::print("  wrote {}\n", file);
+
+  check(forget_at > 0, fmt::format("the GRU forgets: its exact-match accuracy falls below 50% "
+                                   "from length {}",
+                                   forget_at));
+  if (quick) {
+    check(gru_loss < 2.2f && tf_loss < 2.2f,
+          fmt::format("with --quick both models only start to learn (loss GRU {:.2f}, Transformer "
+                      "{:.2f}); the comparison needs the full run",
+                      gru_loss, tf_loss));
+    return;
+  }
+  const float worst = *std::min_element(tf_exact.begin(), tf_exact.end());
+  check(worst >= 90.0f,
+        fmt::format("the Transformer holds: at least {:.0f}% exact copies at every length up to {}",
+                    worst, longest));
+  const size_t middle = lengths.size() / 2;
+  check(tf_exact[middle] > gru_exact[middle] + 50.0f,
+        fmt::format("at length {} the Transformer copies {:.0f}% exactly, the GRU {:.0f}%",
+                    lengths[middle], tf_exact[middle], gru_exact[middle]));
+  check(tf_tok.back() > gru_tok.back() + 40.0f,
+        fmt::format("at length {} the Transformer still gets {:.0f}% of the tokens right, the GRU "
+                    "{:.0f}% (chance: 1/7 = 14%)",
+                    lengths.back(), tf_tok.back(), gru_tok.back()));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Lesson 10: why self-attention"};
+  bool quick = false;
+  uint64_t seed = 1;
+  std::string out_dir = "out";
+  app.add_flag("--quick", quick, "a smaller run in a few seconds (the tests use it)");
+  app.add_option("--seed", seed, "seed for weights and data")->capture_default_str();
+  app.add_option("--out", out_dir, "pictures go to <out>/10_why_self_attention/")
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  Checks check;
+  try {
+    const auto start = std::chrono::steady_clock::now();
+    time_per_layer(quick, seed, out_dir, check);
+    steps_and_paths(quick, seed, out_dir, check);
+    recurrent_forgets(quick, seed, out_dir, check);
+    fmt::print("\n  total time {:.1f} s\n", seconds_since(start));
+  } catch (const std::exception& e) {
+    fmt::print("\nlesson 10: stopped by an exception: {}\n", e.what());
+    return 1;
+  }
+  const int total = check.passed + check.failed;
+  if (check.failed > 0) {
+    fmt::print("\nlesson 10: {} of {} checks FAILED\n", check.failed, total);
+    return 1;
+  }
+  fmt::print("\nlesson 10: all {} checks passed\n", total);
+  return 0;
+}
