@@ -10,9 +10,16 @@
 namespace gf::cli {
 
 struct TrainOptions {
-  std::string task = "copy";  // copy | reverse; ignored with pairs
+  std::string task = "copy";  // copy | reverse | translate | toy-translation; ignored with pairs
   std::string pairs;          // a file of SRC<TAB>TGT id lines instead of a generated task
   int64_t min_length = 0, length = 10;  // content length of generated sequences
+  // Text tasks: sentence pairs from files (translate) or generated (toy-translation).
+  std::string data, dev;          // TRAIN.tsv, DEV.tsv
+  std::string split = "random";   // toy-translation's split
+  std::string tokenizer = "bpe";  // bpe | word | char
+  int64_t vocab_size = 0;         // 0: 11 for copy and reverse, 8000 for text (BPE stops early
+                                  // when every word is one token)
+  int64_t batch_tokens = 2000;    // text tasks: padded tokens per batch (§5.1 batches by length)
   TransformerConfig model = {.vocab_size = 11,
                              .d_model = 64,
                              .d_ff = 256,
@@ -55,5 +62,30 @@ struct AttentionOptions {
   std::string ckpt, src, tgt, out = "out/attention";
 };
 int run_attention(const AttentionOptions& options);
+
+struct TranslateOptions {
+  std::string ckpt;
+  int64_t beam = 1;  // 1: greedy
+  float length_penalty = 0.6f;
+};
+int run_translate(const TranslateOptions& options);
+
+struct EvalOptions {
+  std::string ckpt, data;
+  int64_t beam = 1;
+  float length_penalty = 0.6f;
+  int64_t alignment_layer = 0;  // 1-based decoder layer for the alignment score; 0: the last
+  std::string hypotheses;       // a file to write the translations to, one per line
+};
+int run_eval(const EvalOptions& options);
+
+struct GenerateOptions {
+  std::string task = "toy-translation";
+  std::string split = "random";  // random | compositional | length
+  int64_t train = 10000, dev = 500, test = 1000;
+  uint64_t seed = 1;
+  std::string out = "out/toy";
+};
+int run_generate(const GenerateOptions& options);
 
 }  // namespace gf::cli

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 
@@ -15,10 +16,14 @@
 
 namespace gf::cli {
 
-std::unique_ptr<Transformer> load_model(const std::string& path, float dropout, uint64_t seed) {
+namespace {
+
+constexpr const char* kTokenizerKey = "tokenizer";
+
+std::unique_ptr<Transformer> model_from(const nn::SafetensorsFile& file, const std::string& path,
+                                        float dropout, uint64_t seed) {
   // The configuration first, from the header (checked against the tensors), so that the model
   // has the file's shapes; then the weights, from the same reading of the file.
-  const nn::SafetensorsFile file = nn::load_safetensors(path);
   TransformerConfig config = TransformerConfig::from_checkpoint(file, path);
   // The data readers and batching of this tool use the contract's special ids.
   if (config.pad_id != data::kPad || config.bos_id != data::kBos || config.eos_id != data::kEos)
@@ -33,10 +38,47 @@ std::unique_ptr<Transformer> load_model(const std::string& path, float dropout, 
   return model;
 }
 
-void save_model(const std::string& path, const Transformer& model) {
+}  // namespace
+
+std::unique_ptr<Transformer> load_model(const std::string& path, float dropout, uint64_t seed) {
+  return model_from(nn::load_safetensors(path), path, dropout, seed);
+}
+
+void save_model(const std::string& path, const Transformer& model,
+                const data::Tokenizer* tokenizer) {
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent);
-  nn::save_checkpoint(path, model, model.config.to_metadata());
+  std::map<std::string, std::string> metadata = model.config.to_metadata();
+  if (tokenizer) metadata[kTokenizerKey] = tokenizer->to_json();
+  nn::save_checkpoint(path, model, metadata);
+}
+
+Translator load_model_and_tokenizer(const std::string& path, float dropout, uint64_t seed) {
+  const nn::SafetensorsFile file = nn::load_safetensors(path);
+  Translator translator{model_from(file, path, dropout, seed), nullptr};
+  const auto it = file.metadata.find(kTokenizerKey);
+  if (it == file.metadata.end()) return translator;
+  try {
+    translator.tokenizer = data::tokenizer_from_json(it->second);
+  } catch (const std::exception& e) {
+    throw FormatError(fmt::format("checkpoint: {}: {}", path, e.what()));
+  }
+  if (translator.tokenizer->size() != translator.model->config.vocab_size)
+    throw FormatError(
+        fmt::format("checkpoint: {}: the tokenizer has {} tokens but the model's vocabulary has {}",
+                    path, translator.tokenizer->size(), translator.model->config.vocab_size));
+  return translator;
+}
+
+Translator load_translator(const std::string& path, float dropout, uint64_t seed) {
+  Translator translator = load_model_and_tokenizer(path, dropout, seed);
+  if (!translator.tokenizer)
+    throw FormatError(fmt::format(
+        "checkpoint: {}: holds no tokenizer, so it reads and writes token ids, not text (train "
+        "with --task translate or toy-translation for a model that reads text, or use "
+        "`transformer decode` with ids)",
+        path));
+  return translator;
 }
 
 std::vector<int32_t> parse_ids(const std::string& text, const std::string& what) {

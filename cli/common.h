@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "data/tokenizer.h"
 #include "models/transformer.h"
 
 namespace gf::cli {
@@ -17,7 +18,22 @@ namespace gf::cli {
 // train on passes its rate, and the seed of the generator that draws its masks.
 std::unique_ptr<Transformer> load_model(const std::string& path, float dropout = 0.0f,
                                         uint64_t seed = 0);
-void save_model(const std::string& path, const Transformer& model);
+// A model trained on text also stores its tokenizer, as JSON under the metadata key
+// "tokenizer" (data/tokenizer.h), so that the checkpoint alone turns text into text.
+void save_model(const std::string& path, const Transformer& model,
+                const data::Tokenizer* tokenizer = nullptr);
+
+// A model with the tokenizer it was trained with (none for a model trained on ids).
+struct Translator {
+  std::unique_ptr<Transformer> model;
+  std::unique_ptr<data::Tokenizer> tokenizer;  // null when the checkpoint holds none
+};
+// Throws FormatError for a tokenizer whose size is not the model's vocabulary; dropout and
+// seed as for load_model.
+Translator load_model_and_tokenizer(const std::string& path, float dropout = 0.0f,
+                                    uint64_t seed = 0);
+// The same, and throws FormatError when the checkpoint holds no tokenizer.
+Translator load_translator(const std::string& path, float dropout = 0.0f, uint64_t seed = 0);
 
 // "5 6 7 2" -> {5, 6, 7, 2}. Throws std::invalid_argument naming `what` for anything else.
 std::vector<int32_t> parse_ids(const std::string& text, const std::string& what);

@@ -12,6 +12,7 @@
 #include "cli/common.h"
 #include "data/batch.h"
 #include "data/pairs_file.h"
+#include "data/parallel_corpus.h"
 #include "models/decode.h"
 #include "nn/attention.h"
 #include "viz/heatmap.h"
@@ -83,7 +84,9 @@ struct Kind {
 // Heatmaps of every head of every layer for the three uses of attention (§3.2.3): rows are
 // queries, columns keys, each labelled with its token.
 int run_attention(const AttentionOptions& o) {
-  auto model = load_model(o.ckpt);
+  Translator loaded = load_model_and_tokenizer(o.ckpt);
+  Transformer* model = loaded.model.get();
+  const data::Tokenizer* tokenizer = loaded.tokenizer.get();
   const TransformerConfig& c = model->config;
   // Each id list is checked against the vocabulary as soon as it is read: the source before
   // the greedy decoding below, whose own message would not name --src.
@@ -93,11 +96,20 @@ int run_attention(const AttentionOptions& o) {
         throw std::invalid_argument(
             fmt::format("{}: token id {} is out of range [0, {})", what, id, c.vocab_size));
   };
-  std::vector<int32_t> src = parse_ids(o.src, "--src");
+  // A model trained on text reads text (its tokenizer adds <eos> to the source); one trained
+  // on ids reads ids, as given.
+  auto read = [&](const std::string& text, const char* what, bool source) {
+    if (!tokenizer) return parse_ids(text, what);
+    if (source) return data::encode_pair(*tokenizer, text, "").src;
+    std::vector<int32_t> ids = tokenizer->encode(text);
+    ids.push_back(c.eos_id);
+    return ids;
+  };
+  std::vector<int32_t> src = read(o.src, "--src", true);
   check_range(src, "--src");
   std::vector<int32_t> tgt;
   if (!o.tgt.empty()) {
-    tgt = parse_ids(o.tgt, "--tgt");
+    tgt = read(o.tgt, "--tgt", false);
     if (tgt.front() != c.bos_id) tgt.insert(tgt.begin(), c.bos_id);
   } else {  // the model's own translation: bos + greedy output + eos
     const IndexTensor ids = IndexTensor::from({1, static_cast<int64_t>(src.size())}, src);
@@ -107,23 +119,29 @@ int run_attention(const AttentionOptions& o) {
     tgt.push_back(c.eos_id);
   }
   check_range(tgt, "--tgt");
+  if (tgt.size() < 2)
+    throw std::invalid_argument("--tgt: give at least one token after <s> (its id is 1)");
 
+  // The decoder reads tgt[:-1], and its position i predicts tgt[i+1]. So the rows (queries)
+  // of the target's maps are labelled with the token each one predicts, which puts "cat" in
+  // the row that attends to where "cat" comes from; the keys of decoder self-attention are the
+  // tokens read.
+  const std::vector<int32_t> tgt_in(tgt.begin(), tgt.end() - 1),
+      tgt_next(tgt.begin() + 1, tgt.end());
   model->eval();
   model->record_attention(true);
   {
     NoGrad no_grad;
-    // The decoder reads tgt[:-1]: position i predicts tgt[i+1].
-    const std::vector<int32_t> tgt_in(tgt.begin(), tgt.end() - (tgt.size() > 1 ? 1 : 0));
     model->forward(IndexTensor::from({1, static_cast<int64_t>(src.size())}, src),
                    IndexTensor::from({1, static_cast<int64_t>(tgt_in.size())}, tgt_in));
-    tgt = tgt_in;
   }
   auto labels = [&](const std::vector<int32_t>& ids) {
     std::vector<std::string> out;
-    for (int32_t id : ids) out.push_back(token_label(id, c));
+    for (int32_t id : ids) out.push_back(tokenizer ? tokenizer->label(id) : token_label(id, c));
     return out;
   };
-  const std::vector<std::string> src_labels = labels(src), tgt_labels = labels(tgt);
+  const std::vector<std::string> src_labels = labels(src), read_labels = labels(tgt_in),
+                                 next_labels = labels(tgt_next);
   std::filesystem::create_directories(o.out);
   int written = 0;
   for (const Kind& k : {Kind{AttentionKind::EncoderSelf, "encoder_self", "encoder self-attention"},
@@ -140,10 +158,11 @@ int run_attention(const AttentionOptions& o) {
             reshape(slice(probs, 1, head, head + 1), {probs.dim(2), probs.dim(3)});
         const viz::HeatmapOptions options{
             .title = fmt::format("{}, layer {}, head {}", k.title, layer + 1, head + 1),
-            .row_labels = queries_from_target ? tgt_labels : src_labels,
-            .col_labels = keys_from_target ? tgt_labels : src_labels,
-            .row_axis = queries_from_target ? "target (query)" : "source (query)",
-            .col_axis = keys_from_target ? "target (key)" : "source (key)",
+            .row_labels = queries_from_target ? next_labels : src_labels,
+            .col_labels = keys_from_target ? read_labels : src_labels,
+            .row_axis =
+                queries_from_target ? "target query (the token it predicts)" : "source (query)",
+            .col_axis = keys_from_target ? "target (key: the token read)" : "source (key)",
             .value_label = "attention weight"};
         viz::Image image = viz::heatmap(matrix, options);
         viz::write_png(image,

@@ -1,8 +1,15 @@
-// transformer: train the paper's model on a toy task, then score, decode and look inside it.
+// transformer: train the paper's model on a toy task or on sentence pairs, then score, decode,
+// translate, evaluate and look inside it.
 //
 //   transformer train --task copy --steps 600 --save out/copy.safetensors
 //   echo "5 6 7 8 2" | transformer decode --ckpt out/copy.safetensors
 //   transformer attention --ckpt out/copy.safetensors --src "5 6 7 8 2" --out out/attention
+//
+//   transformer generate --task toy-translation --out out/toy
+//   transformer train --task translate --data out/toy/train.tsv --dev out/toy/dev.tsv
+//       --save out/toy.safetensors
+//   echo "the cat sees a dog ." | transformer translate --ckpt out/toy.safetensors
+//   transformer eval --ckpt out/toy.safetensors --data out/toy/test.tsv --beam 4
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -19,9 +26,26 @@ int main(int argc, char** argv) {
 
   TrainOptions train;
   CLI::App* t = app.add_subcommand("train", "Train on a generated task or a file of id pairs");
-  t->add_option("--task", train.task, "Generated task: copy or reverse")
+  t->add_option("--task", train.task,
+                "copy or reverse (generated ids), translate (sentence pairs from --data) or "
+                "toy-translation (the generated toy language)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"copy", "reverse"}));
+      ->check(CLI::IsMember({"copy", "reverse", "translate", "toy-translation"}));
+  t->add_option("--data", train.data,
+                "translate: training pairs, lines SOURCE<TAB>TARGET (UTF-8; more columns ignored)")
+      ->check(CLI::ExistingFile);
+  t->add_option("--dev", train.dev, "translate: held-out pairs for BLEU during and after training")
+      ->check(CLI::ExistingFile);
+  t->add_option("--split", train.split, "toy-translation: random, compositional or length")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"random", "compositional", "length"}));
+  t->add_option("--tokenizer", train.tokenizer,
+                "Text tasks: bpe (one vocabulary shared by both languages, §5.1), word or char")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"bpe", "word", "char"}));
+  t->add_option("--batch-tokens", train.batch_tokens,
+                "Text tasks: padded tokens per batch; sentences of similar length go together")
+      ->capture_default_str();
   t->add_option("--pairs", train.pairs,
                 "Train on FILE: lines SRC_IDS<TAB>TGT_IDS, TGT starting with bos 1")
       ->check(CLI::ExistingFile);
@@ -41,8 +65,9 @@ int main(int argc, char** argv) {
   t->add_option("--d-ff", train.model.d_ff, "Feed-forward width d_ff")->capture_default_str();
   t->add_option("--heads", train.model.heads, "Attention heads h (must divide d_model)")
       ->capture_default_str();
-  t->add_option("--vocab-size", train.model.vocab_size, "Vocabulary size (ids 0-3 are special)")
-      ->capture_default_str();
+  t->add_option("--vocab-size", train.vocab_size,
+                "Vocabulary size, ids 0-3 special (default: 11 for copy and reverse; for text, "
+                "the tokenizer's size, at most 8000)");
   t->add_option("--max-len", train.model.max_len, "Longest sequence the model accepts")
       ->capture_default_str();
   t->add_flag("--tied{true},--no-tied{false}", train.model.tied,
@@ -67,7 +92,9 @@ int main(int argc, char** argv) {
   t->add_option("--eval-every", train.eval_every,
                 "Check exact copies every N steps (0: at the end)")
       ->capture_default_str();
-  t->add_option("--eval-count", train.eval_count, "Fresh sequences decoded to measure exact copies")
+  t->add_option("--eval-count", train.eval_count,
+                "Sequences decoded for the checks during training (fresh ones for generated "
+                "tasks, the first dev pairs for text)")
       ->capture_default_str();
   t->add_option("--seed", train.seed, "Random seed: the same seed gives the same run")
       ->capture_default_str();
@@ -95,9 +122,67 @@ int main(int argc, char** argv) {
   AttentionOptions attention;
   CLI::App* a = app.add_subcommand("attention", "Draw every attention map as labelled heatmaps");
   a->add_option("--ckpt", attention.ckpt, "Checkpoint")->required()->check(CLI::ExistingFile);
-  a->add_option("--src", attention.src, "Source ids, e.g. \"5 6 7 2\"")->required();
-  a->add_option("--tgt", attention.tgt, "Target ids (default: the model's greedy output)");
+  a->add_option("--src", attention.src,
+                "Source: ids such as \"5 6 7 2\", or text for a model trained on text")
+      ->required();
+  a->add_option("--tgt", attention.tgt,
+                "Target ids, or text for a model trained on text (default: the model's greedy "
+                "output)");
   a->add_option("--out", attention.out, "Directory for the images")->capture_default_str();
+
+  TranslateOptions translate;
+  CLI::App* tr = app.add_subcommand(
+      "translate", "Translate lines of text from stdin with a checkpoint trained on text");
+  tr->add_option("--ckpt", translate.ckpt, "Checkpoint (holds its tokenizer)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  tr->add_option("--beam", translate.beam, "Beam size (1: greedy; the paper uses 4)")
+      ->capture_default_str();
+  tr->add_option("--length-penalty", translate.length_penalty,
+                 "Beam length penalty alpha (§6.1: 0.6)")
+      ->capture_default_str();
+
+  EvalOptions eval;
+  CLI::App* ev = app.add_subcommand(
+      "eval", "BLEU and chrF on sentence pairs (and the alignment score on the toy language)");
+  ev->add_option("--ckpt", eval.ckpt, "Checkpoint (holds its tokenizer)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  ev->add_option("--data", eval.data, "Pairs SOURCE<TAB>TARGET[<TAB>ALIGNMENT] to score")
+      ->required()
+      ->check(CLI::ExistingFile);
+  ev->add_option("--beam", eval.beam, "Beam size (1: greedy; the paper uses 4)")
+      ->capture_default_str();
+  ev->add_option("--length-penalty", eval.length_penalty, "Beam length penalty alpha (§6.1: 0.6)")
+      ->capture_default_str();
+  ev->add_option("--alignment-layer", eval.alignment_layer,
+                 "Decoder layer whose cross-attention the alignment score reads (0: the last)")
+      ->capture_default_str();
+  ev->add_option("--hypotheses", eval.hypotheses, "Write the translations to this file");
+
+  GenerateOptions generate;
+  CLI::App* g = app.add_subcommand(
+      "generate", "Write a generated corpus as train.tsv, dev.tsv and test.tsv in a directory");
+  g->add_option("--task", generate.task, "What to generate: toy-translation")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"toy-translation"}));
+  g->add_option("--split", generate.split,
+                "random, compositional (unseen adjective-noun pairs in test) or length (longer "
+                "sentences in test)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"random", "compositional", "length"}));
+  g->add_option("--train", generate.train, "Training pairs")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  g->add_option("--dev", generate.dev, "Development pairs")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  g->add_option("--test", generate.test, "Test pairs")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  g->add_option("--seed", generate.seed, "Random seed: the same seed gives the same files")
+      ->capture_default_str();
+  g->add_option("--out", generate.out, "Directory to write the files into")->capture_default_str();
 
   try {
     app.parse(argc, argv);
@@ -107,8 +192,8 @@ int main(int argc, char** argv) {
     const std::vector<std::string> stray = app.remaining();
     if (app.get_subcommands().empty() && !stray.empty() && !stray.front().starts_with('-')) {
       fmt::print(stderr,
-                 "transformer: error: unknown command \"{}\" (expected train, score, decode or "
-                 "attention; see transformer --help)\n",
+                 "transformer: error: unknown command \"{}\" (expected train, score, decode, "
+                 "attention, translate, eval or generate; see transformer --help)\n",
                  stray.front());
       return e.get_exit_code();
     }
@@ -119,6 +204,9 @@ int main(int argc, char** argv) {
     if (s->parsed()) return run_score(score);
     if (d->parsed()) return run_decode(decode);
     if (a->parsed()) return run_attention(attention);
+    if (g->parsed()) return run_generate(generate);
+    if (tr->parsed()) return run_translate(translate);
+    if (ev->parsed()) return run_eval(eval);
   } catch (const std::exception& e) {
     fmt::print(stderr, "transformer: error: {}\n", e.what());
     return 1;

@@ -1,6 +1,8 @@
 // `transformer train`: teacher-forced training with label smoothing (§5.4), Adam and the
-// warm-up schedule (§5.3), on a generated task or a file of id pairs; then a greedy-decoding
-// check on fresh sequences, the checkpoint, and pictures of the loss and learning rate.
+// warm-up schedule (§5.3), on a generated task, a file of id pairs, or sentence pairs (a file,
+// or the generated toy language) through a tokenizer learned from them; then a check by
+// greedy decoding (exact copies, or BLEU for text), the checkpoint (with the tokenizer, for
+// text), and pictures of the loss and learning rate.
 #include <fmt/format.h>
 #include <omp.h>
 
@@ -14,9 +16,12 @@
 #include "autograd/ops.h"
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/translation.h"
 #include "data/batch.h"
 #include "data/pairs_file.h"
+#include "data/parallel_corpus.h"
 #include "data/tasks.h"
+#include "data/toy_language.h"
 #include "models/decode.h"
 #include "nn/optim.h"
 #include "viz/line_plot.h"
@@ -41,12 +46,75 @@ double exact_match(Transformer& model, const std::vector<data::Pair>& pairs) {
   return static_cast<double>(exact) / static_cast<double>(pairs.size());
 }
 
-// Either a stream of freshly generated pairs or the batches of a file, cycled in order.
+bool is_text_task(const TrainOptions& o) {
+  return o.task == "translate" || o.task == "toy-translation";
+}
+
+// Sentence pairs for a text task: from --data and --dev, or generated (the toy language's
+// train and dev parts, written to files by `transformer generate` for reading).
+struct TextPairs {
+  data::SentencePairsFile train, dev;  // dev.pairs is empty when there is no dev set
+};
+
+data::SentencePairsFile as_file(const std::vector<data::AlignedPair>& pairs,
+                                const std::string& name) {
+  data::SentencePairsFile file{.name = name, .pairs = {}, .lines = {}, .skipped = {}};
+  for (const data::AlignedPair& p : pairs) {
+    file.pairs.push_back({data::join_words(p.source), data::join_words(p.target),
+                          data::alignment_text(p.alignment)});
+    file.lines.push_back(static_cast<int64_t>(file.pairs.size()));
+  }
+  return file;
+}
+
+TextPairs read_text_pairs(const TrainOptions& o, uint64_t seed) {
+  TextPairs text;
+  if (o.task == "toy-translation") {
+    Rng rng(seed);
+    const data::ToyCorpus corpus =
+        data::generate_toy_corpus({.split = data::parse_toy_split(o.split)}, rng);
+    text.train = as_file(corpus.train, "toy-translation train");
+    text.dev = as_file(corpus.dev, "toy-translation dev");
+    return text;
+  }
+  if (o.data.empty())
+    throw std::invalid_argument(
+        "--task translate needs --data TRAIN.tsv (lines SOURCE<TAB>TARGET)");
+  text.train = data::read_sentence_pairs(o.data);
+  if (!o.dev.empty()) text.dev = data::read_sentence_pairs(o.dev);
+  return text;
+}
+
+// One vocabulary for both languages, learned from both sides of the training pairs (§5.1:
+// "a shared source-target vocabulary"), so that the tied embedding matrix (§3.4) serves both.
+std::unique_ptr<data::Tokenizer> learn_tokenizer(const TrainOptions& o,
+                                                 const data::SentencePairsFile& train) {
+  std::vector<std::string> texts;
+  texts.reserve(2 * train.pairs.size());
+  for (const data::SentencePair& p : train.pairs) {
+    texts.push_back(p.source);
+    texts.push_back(p.target);
+  }
+  const int64_t size = o.vocab_size > 0 ? o.vocab_size : 8000;
+  if (o.tokenizer == "word")
+    return std::make_unique<data::WordTokenizer>(
+        data::WordTokenizer::learn(texts, {.max_size = static_cast<int32_t>(size)}));
+  if (o.tokenizer == "char")
+    return std::make_unique<data::CharTokenizer>(data::CharTokenizer::learn(texts));
+  return std::make_unique<data::BpeTokenizer>(
+      data::BpeTokenizer::learn(texts, {.vocab_size = static_cast<int32_t>(size)}));
+}
+
+// The training batches: freshly generated pairs, the batches of an id file cycled in order,
+// or, for text, epochs of batches of similar length.
 class BatchSource {
  public:
-  BatchSource(const TrainOptions& o, const TransformerConfig& config, uint64_t seed)
-      : rng_(seed), eval_rng_(rng_.next_u64()), batch_(o.batch) {
-    if (!o.pairs.empty()) {
+  BatchSource(const TrainOptions& o, const TransformerConfig& config, uint64_t seed,
+              std::vector<data::Pair> text_pairs = {})
+      : rng_(seed), eval_rng_(rng_.next_u64()), batch_(o.batch), batch_tokens_(o.batch_tokens) {
+    if (is_text_task(o)) {
+      text_ = std::move(text_pairs);
+    } else if (!o.pairs.empty()) {
       file_ = data::read_pairs(o.pairs);
       data::check_ids(*file_, static_cast<int32_t>(config.vocab_size));
       slices_ = data::batches_in_order(file_->pairs, o.batch);
@@ -59,19 +127,26 @@ class BatchSource {
     }
   }
   data::Batch next() {
+    if (!text_.empty()) {
+      if (next_slice_ == epoch_.size()) {
+        epoch_ = data::batches_by_length(text_, batch_tokens_, rng_);
+        next_slice_ = 0;
+      }
+      return data::make_batch(epoch_[next_slice_++]);
+    }
     if (file_) return data::make_batch(slices_[next_slice_++ % slices_.size()]);
     const std::vector<data::Pair> pairs = data::generate(task_, batch_, task_config_, rng_);
     return data::make_batch(pairs);
   }
-  bool generated() const { return !file_.has_value(); }
+  bool generated() const { return !file_.has_value() && text_.empty(); }
   std::vector<data::Pair> fresh(int64_t count) {
     return data::generate(task_, count, task_config_, eval_rng_);
   }
   const std::vector<data::Pair>& file_pairs() const { return file_->pairs; }
   int64_t longest() const {
-    if (!file_) return task_config_.max_len + 2;
+    if (generated()) return task_config_.max_len + 2;
     size_t longest = 0;
-    for (const data::Pair& p : file_->pairs)
+    for (const data::Pair& p : text_.empty() ? file_->pairs : text_)
       longest = std::max({longest, p.src.size(), p.tgt.size()});
     return static_cast<int64_t>(longest);
   }
@@ -79,11 +154,13 @@ class BatchSource {
  private:
   Rng rng_;       // training batches
   Rng eval_rng_;  // evaluation sequences: drawing them must not change the training data
-  int64_t batch_;
+  int64_t batch_, batch_tokens_;
   data::Task task_ = data::Task::Copy;
   data::TaskConfig task_config_;
   std::optional<data::PairsFile> file_;
   std::vector<std::span<const data::Pair>> slices_;
+  std::vector<data::Pair> text_;
+  std::vector<std::vector<data::Pair>> epoch_;
   size_t next_slice_ = 0;
 };
 
@@ -105,6 +182,16 @@ void validate(const TrainOptions& o) {
           fmt::format("--schedule must be noam or constant, got \"{}\"", o.schedule));
   require(o.threads >= 0, fmt::format("--threads must not be negative, got {}", o.threads));
   require(o.eval_count > 0, fmt::format("--eval-count must be positive, got {}", o.eval_count));
+  require(o.batch_tokens > 0,
+          fmt::format("--batch-tokens must be positive, got {}", o.batch_tokens));
+  require(o.vocab_size >= 0,
+          fmt::format("--vocab-size must not be negative, got {}", o.vocab_size));
+  require(is_text_task(o) || o.data.empty(),
+          fmt::format("--data is for --task translate; --task {} generates its data ({})", o.task,
+                      "--pairs reads a file of ids"));
+  require(o.task == "translate" || o.dev.empty(), "--dev is for --task translate");
+  require(!is_text_task(o) || o.pairs.empty(),
+          "--pairs holds token ids; sentence pairs for --task translate go in --data");
 }
 
 }  // namespace
@@ -113,23 +200,67 @@ int run_train(const TrainOptions& o) {
   validate(o);
   if (o.threads > 0) omp_set_num_threads(o.threads);
   Rng rng(o.seed);
+  const bool text = is_text_task(o);
+  // Text tasks read (or generate) their pairs first: the tokenizer learned from them fixes the
+  // vocabulary. The toy language is generated from --seed itself, so that `transformer generate`
+  // with the same seed and sizes writes the same corpus, test part included.
+  TextPairs pairs;
+  if (text) pairs = read_text_pairs(o, o.seed);
+  std::unique_ptr<data::Tokenizer> tokenizer;
   std::unique_ptr<Transformer> model;
   if (o.init.empty()) {
-    model = std::make_unique<Transformer>(o.model, rng);
+    TransformerConfig config = o.model;
+    if (text) {
+      tokenizer = learn_tokenizer(o, pairs.train);
+      config.vocab_size = tokenizer->size();
+    } else if (o.vocab_size > 0) {
+      config.vocab_size = o.vocab_size;
+    }
+    model = std::make_unique<Transformer>(config, rng);
   } else {
-    // The file fixes the architecture, but dropout is a training choice it does not store:
-    // --dropout still applies, with masks drawn from --seed.
-    model = load_model(o.init, o.model.dropout, rng.next_u64());
+    // The file fixes the architecture (and, for text, the tokenizer), but dropout is a
+    // training choice it does not store: --dropout still applies, with masks drawn from --seed.
+    if (text) {
+      Translator translator = load_translator(o.init, o.model.dropout, rng.next_u64());
+      model = std::move(translator.model);
+      tokenizer = std::move(translator.tokenizer);
+    } else {
+      model = load_model(o.init, o.model.dropout, rng.next_u64());
+    }
     fmt::print(stderr,
                "starting from {} (its configuration replaces the model flags except "
                "--dropout)\n",
                o.init);
   }
   const TransformerConfig& config = model->config;
-  BatchSource source(o, config, rng.next_u64());
-  if (source.longest() > config.max_len)
+  std::vector<data::Pair> text_ids;
+  if (text) {
+    text_ids = data::encode_pairs(*tokenizer, pairs.train);
+    for (size_t i = 0; i < text_ids.size(); ++i) {
+      const size_t longest = std::max(text_ids[i].src.size(), text_ids[i].tgt.size() - 1);
+      if (static_cast<int64_t>(longest) > config.max_len)
+        throw std::invalid_argument(fmt::format(
+            "{}:{}: the pair has {} tokens, more than --max-len {} (raise it, or leave the line "
+            "out)",
+            pairs.train.name, pairs.train.lines[i], longest, config.max_len));
+    }
+    fmt::print(stderr, "data: {} training pairs{}, {} tokenizer of {} tokens\n",
+               pairs.train.pairs.size(),
+               pairs.dev.pairs.empty() ? "" : fmt::format(", {} dev pairs", pairs.dev.pairs.size()),
+               tokenizer->kind(), tokenizer->size());
+  }
+  BatchSource source(o, config, rng.next_u64(), std::move(text_ids));
+  if (!text && source.longest() > config.max_len)
     throw std::invalid_argument(fmt::format("sequences of up to {} tokens do not fit --max-len {}",
                                             source.longest(), config.max_len));
+  // What the checks decode for text: the first --eval-count dev pairs, or training pairs when
+  // there is no dev set (which only shows what the model memorised).
+  const std::vector<data::SentencePair>& check_from =
+      pairs.dev.pairs.empty() ? pairs.train.pairs : pairs.dev.pairs;
+  const std::vector<data::SentencePair> check_pairs(
+      check_from.begin(),
+      check_from.begin() + std::min<std::ptrdiff_t>(o.eval_count, std::ssize(check_from)));
+  const char* check_name = pairs.dev.pairs.empty() ? "training pairs" : "dev pairs";
   // The checkpoint's folder is made now, once the options have passed, so that a --save path
   // that cannot be written fails before the training run rather than after it.
   const std::filesystem::path save_dir = std::filesystem::path(o.save).parent_path();
@@ -182,11 +313,17 @@ int run_train(const TrainOptions& o) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     progress.update(step, fmt::format("loss {:.4f} lr {:.2e} {:.0f} tok/s", losses.back(), lr,
                                       static_cast<double>(tokens) / seconds));
-    if (o.eval_every > 0 && step % o.eval_every == 0 && step < o.steps && source.generated()) {
-      const double accuracy = exact_match(*model, source.fresh(o.eval_count));
+    if (o.eval_every > 0 && step % o.eval_every == 0 && step < o.steps) {
+      if (text) {
+        const double bleu = score_translations(*model, *tokenizer, check_pairs).bleu.score;
+        progress.note(fmt::format("step {}: BLEU {:.1f} on {} {} (greedy)", step, bleu,
+                                  check_pairs.size(), check_name));
+      } else if (source.generated()) {
+        const double accuracy = exact_match(*model, source.fresh(o.eval_count));
+        progress.note(fmt::format("step {}: {:.0f}% of {} fresh sequences decoded exactly", step,
+                                  100 * accuracy, o.eval_count));
+      }
       model->train();
-      progress.note(fmt::format("step {}: {:.0f}% of {} fresh sequences decoded exactly", step,
-                                100 * accuracy, o.eval_count));
     }
   }
   const double seconds =
@@ -195,13 +332,21 @@ int run_train(const TrainOptions& o) {
                               static_cast<double>(tokens) / seconds));
 
   // Greedy decoding, never teacher forcing: the model must produce each token from its own.
-  const double accuracy = source.generated() ? exact_match(*model, source.fresh(o.eval_count))
-                                             : exact_match(*model, source.file_pairs());
-  fmt::print("exact: {:.1f}% of {} {} decoded exactly (greedy)\n", 100 * accuracy,
-             source.generated() ? o.eval_count : static_cast<int64_t>(source.file_pairs().size()),
-             source.generated() ? "fresh sequences" : "training pairs");
+  if (text) {
+    const std::vector<data::SentencePair>& final_pairs =
+        pairs.dev.pairs.empty() ? check_pairs : pairs.dev.pairs;
+    const TranslationScores scores = score_translations(*model, *tokenizer, final_pairs);
+    fmt::print("{} on {} {} (greedy), chrF = {:.2f}\n", scores.bleu.to_string(), final_pairs.size(),
+               check_name, scores.chrf.score);
+  } else {
+    const double accuracy = source.generated() ? exact_match(*model, source.fresh(o.eval_count))
+                                               : exact_match(*model, source.file_pairs());
+    fmt::print("exact: {:.1f}% of {} {} decoded exactly (greedy)\n", 100 * accuracy,
+               source.generated() ? o.eval_count : static_cast<int64_t>(source.file_pairs().size()),
+               source.generated() ? "fresh sequences" : "training pairs");
+  }
 
-  save_model(o.save, *model);
+  save_model(o.save, *model, tokenizer.get());
   const std::string loss_png = beside(o.save, ".loss.png"), lr_png = beside(o.save, ".lr.png");
   viz::write_png(
       viz::line_plot(

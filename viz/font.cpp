@@ -129,7 +129,14 @@ constexpr std::array<Glyph, kGlyphCount> unpack_font() {
 
 constexpr std::array<Glyph, kGlyphCount> kFont = unpack_font();
 
+// Beyond ASCII, one glyph: the word-start marker "▁" (U+2581) that tokenizers show in labels
+// (data/tokenizer.h), drawn as the open box of a visible space so that it cannot be read as
+// an underscore.
+constexpr char32_t kWordStart = 0x2581;
+constexpr Glyph kWordStartGlyph = {0, 0, 0, 0, 0, 0, 0b10001, 0b11111, 0};
+
 const Glyph& glyph(char32_t c) {
+  if (c == kWordStart) return kWordStartGlyph;
   if (c < kFirst || c > kMissing) c = kMissing;
   return kFont[static_cast<size_t>(c - kFirst)];
 }

@@ -1,4 +1,5 @@
-// A built-in bitmap font for labels: printable ASCII (32..126), each glyph 5 x 9 pixels
+// A built-in bitmap font for labels: printable ASCII (32..126) and the tokenizers' word-start
+// marker U+2581 (drawn as an open box, like a visible space), each glyph 5 x 9 pixels
 // (7 above the baseline, 2 for descenders), drawn 6 pixels apart. scale s draws every
 // font pixel as an s x s block; s < 1 throws std::invalid_argument. Text is UTF-8: a code
 // point the font lacks (an accented letter, a control character, a broken byte) draws as

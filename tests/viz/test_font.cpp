@@ -77,6 +77,21 @@ TEST_CASE("characters the font lacks draw as a visible box, never crash", "[viz]
   CHECK(!glyph_pixel('T', 5, 0));  // outside the cell
 }
 
+TEST_CASE("the word-start marker of token labels has a glyph of its own", "[viz][font]") {
+  const char32_t marker = 0x2581, underscore = '_';
+  int differ = 0, marker_ink = 0;
+  for (int row = 0; row < kGlyphHeight; ++row)
+    for (int col = 0; col < kGlyphWidth; ++col) {
+      differ += glyph_pixel(marker, col, row) != glyph_pixel(underscore, col, row);
+      marker_ink += glyph_pixel(marker, col, row);
+    }
+  CHECK(differ > 0);
+  CHECK(marker_ink == 7);  // the open box: two uprights and a floor of five
+  CHECK(glyph_pixel(marker, 0, 6));
+  CHECK(glyph_pixel(marker, 2, 7));
+  CHECK(!glyph_pixel(marker, 2, 6));
+}
+
 TEST_CASE("vertical text reads from bottom to top", "[viz][font]") {
   Image image(12, 8);
   draw_text_vertical(image, 0, 0, "T", kBlack);
