@@ -207,11 +207,15 @@ int run_train(const TrainOptions& o) {
   TextPairs pairs;
   if (text) pairs = read_text_pairs(o, o.seed);
   std::unique_ptr<data::Tokenizer> tokenizer;
+  double tokenizer_seconds = -1.0;  // how long learning it took; -1: it came with --init
   std::unique_ptr<Transformer> model;
   if (o.init.empty()) {
     TransformerConfig config = o.model;
     if (text) {
+      const auto learning = std::chrono::steady_clock::now();
       tokenizer = learn_tokenizer(o, pairs.train);
+      tokenizer_seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - learning).count();
       config.vocab_size = tokenizer->size();
     } else if (o.vocab_size > 0) {
       config.vocab_size = o.vocab_size;
@@ -244,10 +248,12 @@ int run_train(const TrainOptions& o) {
             "out)",
             pairs.train.name, pairs.train.lines[i], longest, config.max_len));
     }
-    fmt::print(stderr, "data: {} training pairs{}, {} tokenizer of {} tokens\n",
+    fmt::print(stderr, "data: {} training pairs{}, {} tokenizer of {} tokens{}\n",
                pairs.train.pairs.size(),
                pairs.dev.pairs.empty() ? "" : fmt::format(", {} dev pairs", pairs.dev.pairs.size()),
-               tokenizer->kind(), tokenizer->size());
+               tokenizer->kind(), tokenizer->size(),
+               tokenizer_seconds < 0 ? std::string(" (from --init)")
+                                     : fmt::format(" (learned in {:.2f}s)", tokenizer_seconds));
   }
   BatchSource source(o, config, rng.next_u64(), std::move(text_ids));
   if (!text && source.longest() > config.max_len)
@@ -287,8 +293,13 @@ int run_train(const TrainOptions& o) {
 
   std::vector<float> losses, rates;
   Progress progress(o.steps);
-  int64_t tokens = 0;
+  int64_t tokens = 0, sequences = 0;
   const auto start = std::chrono::steady_clock::now();
+  double checking = 0.0;  // seconds spent in the checks, which the speeds leave out
+  const auto training_seconds = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() -
+           checking;
+  };
   for (int64_t step = 1; step <= o.steps; ++step) {
     const data::Batch batch = source.next();
     const Tensor logits = model->forward(batch.src, batch.tgt_in);
@@ -309,11 +320,11 @@ int run_train(const TrainOptions& o) {
     losses.push_back(loss.item());
     rates.push_back(lr);
     tokens += batch.target_tokens;
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    sequences += batch.src.shape()[0];
     progress.update(step, fmt::format("loss {:.4f} lr {:.2e} {:.0f} tok/s", losses.back(), lr,
-                                      static_cast<double>(tokens) / seconds));
+                                      static_cast<double>(tokens) / training_seconds()));
     if (o.eval_every > 0 && step % o.eval_every == 0 && step < o.steps) {
+      const auto check_start = std::chrono::steady_clock::now();
       if (text) {
         const double bleu = score_translations(*model, *tokenizer, check_pairs).bleu.score;
         progress.note(fmt::format("step {}: BLEU {:.1f} on {} {} (greedy)", step, bleu,
@@ -324,12 +335,15 @@ int run_train(const TrainOptions& o) {
                                   100 * accuracy, o.eval_count));
       }
       model->train();
+      checking +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - check_start).count();
     }
   }
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  progress.finish(fmt::format("final loss {:.4f}, {:.0f} target tokens/s", losses.back(),
-                              static_cast<double>(tokens) / seconds));
+  const double seconds = training_seconds();
+  progress.finish(fmt::format("final loss {:.4f}, {:.0f} target tokens/s, {:.0f} {}/s",
+                              losses.back(), static_cast<double>(tokens) / seconds,
+                              static_cast<double>(sequences) / seconds,
+                              text ? "sentence pairs" : "sequences"));
 
   // Greedy decoding, never teacher forcing: the model must produce each token from its own.
   if (text) {
