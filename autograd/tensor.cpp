@@ -9,6 +9,7 @@
 #include "autograd/graph.h"
 #include "autograd/kernels/parallel.h"
 #include "autograd/random.h"
+#include "autograd/storage.h"
 
 namespace gf {
 
@@ -65,8 +66,8 @@ Tensor Tensor::empty(const Shape& shape) {
   kernels::flush_denormals_on_this_thread();
   auto impl = std::make_shared<detail::TensorImpl>();
   impl->shape = shape;
-  // for_overwrite: no zero-fill, since kernels write every element anyway.
-  impl->storage = std::make_shared_for_overwrite<float[]>(static_cast<size_t>(shape.numel()));
+  // Uninitialised (kernels write every element anyway), and recycled (storage.h).
+  impl->storage = allocate_floats(shape.numel());
   return Tensor(std::move(impl));
 }
 
