@@ -1,0 +1,137 @@
+// bench/base_step: one training step of the paper's base model (Table 3: N=6, d_model 512,
+// d_ff 2048, h 8, dropout 0.1) with a tied vocabulary of 8000 (§3.4), on random ids: source
+// and target length 32, batch 16 (BENCHMARKS.md's base-step). A step is forward + backward +
+// Adam at the warm-up schedule's rate (§5.3); its time excludes drawing the ids.
+//
+// Before timing, the first step's loss is checked against log V: an untrained model guesses
+// about uniformly, so a loss far from it means the model or the loss is broken.
+//
+// Shape legend: B batch, S source length, T target length, V vocabulary.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <stdexcept>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "autograd/ops.h"
+#include "autograd/random.h"
+#include "bench/bench_util.h"
+#include "data/vocab.h"
+#include "models/transformer.h"
+#include "nn/optim.h"
+
+namespace {
+
+using namespace gf;
+
+constexpr std::string_view kUsage =
+    "usage: base_step [--smoke] [--threads 2] [--seed 1] [--steps 5] [--help]\n"
+    "  Times training steps of the base-size Transformer (Table 3 with a tied vocabulary of\n"
+    "  8000) on random ids and prints one JSON object:\n"
+    "  {\"workload\":\"base-step\",\"ms_per_step\":...,\"tokens_per_s\":...,\"peak_rss_mb\":...,\n"
+    "   \"params\":...,\"threads\":...}\n"
+    "  --smoke    one step on batch 2, length 8 (for CI, about a second)\n"
+    "  --steps    timed steps after 2 warm-up steps (default 5)\n";
+
+struct Shapes {
+  int64_t batch = 16, length = 32;
+};
+
+// ids [rows, cols], uniform over the content ids [kNumSpecial, vocab), so no pad appears.
+IndexTensor random_ids(int64_t rows, int64_t cols, int64_t vocab, Rng& rng) {
+  std::vector<int32_t> ids(static_cast<size_t>(rows * cols));
+  for (int32_t& id : ids)
+    id = static_cast<int32_t>(data::kNumSpecial + rng.below(vocab - data::kNumSpecial));
+  return IndexTensor::from({rows, cols}, std::move(ids));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int64_t timed_steps = 5, warmup_steps = 2;
+  bench::CommonOptions options;
+  try {
+    const auto parsed = bench::parse_common(
+        argc, argv, "base_step", [&](std::string_view flag, std::string_view value) {
+          if (flag != "--steps") return false;
+          timed_steps = std::max<int64_t>(1, bench::parse_count("base_step", flag, value));
+          return true;
+        });
+    if (!parsed) {
+      fmt::print("{}", kUsage);
+      return 0;
+    }
+    options = *parsed;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "{}\n{}", e.what(), kUsage);
+    return 2;
+  }
+  Shapes shapes;
+  if (options.smoke) {
+    shapes = {.batch = 2, .length = 8};
+    timed_steps = 1;
+    warmup_steps = 0;
+  }
+
+  try {
+    const TransformerConfig config{.vocab_size = 8000, .max_len = 64, .tied = true};
+    Rng rng(options.seed);
+    Transformer model(config, rng);
+    nn::Adam adam(model.parameters());
+    Rng data_rng(options.seed + 1);
+    constexpr int64_t kWarmup = 4000;  // §5.3's warm-up; only the rate's size depends on it
+
+    std::vector<double> step_seconds;
+    for (int64_t step = 1; step <= warmup_steps + timed_steps; ++step) {
+      const IndexTensor src = random_ids(shapes.batch, shapes.length, config.vocab_size, data_rng);
+      const IndexTensor tgt_in =
+          random_ids(shapes.batch, shapes.length, config.vocab_size, data_rng);
+      const IndexTensor tgt_out =
+          random_ids(shapes.batch, shapes.length, config.vocab_size, data_rng);
+
+      const auto start = bench::Clock::now();
+      adam.set_lr(nn::noam_lr(step, config.d_model, kWarmup));
+      const Tensor loss = cross_entropy(model.forward(src, tgt_in), tgt_out);
+      adam.zero_grad();
+      loss.backward();
+      adam.step();
+      const double seconds = bench::seconds_since(start);
+
+      if (step == 1) {
+        // Untrained, the generator's Xavier-sized rows give small logits, so the first loss
+        // sits near log V; a factor of 1.5 either way separates that from a broken model.
+        const double uniform_loss = std::log(static_cast<double>(config.vocab_size));
+        if (!(loss.item() > uniform_loss / 1.5 && loss.item() < uniform_loss * 1.5))
+          throw std::runtime_error(fmt::format("first loss {:.3f} is far from log V = {:.3f}",
+                                               loss.item(), uniform_loss));
+      }
+      if (!std::isfinite(loss.item()))
+        throw std::runtime_error(fmt::format("loss is {} at step {}", loss.item(), step));
+      if (step > warmup_steps) step_seconds.push_back(seconds);
+    }
+
+    const double ms_per_step = 1e3 * bench::median(step_seconds);
+    const double tokens_per_s =
+        static_cast<double>(shapes.batch * shapes.length) / (ms_per_step * 1e-3);
+    bench::JsonLine()
+        .add("workload", bench::JsonLine::str("base-step"))
+        .add("ms_per_step", ms_per_step, 1)
+        .add("tokens_per_s", tokens_per_s, 0)
+        .add("peak_rss_mb", bench::peak_rss_mb(), 1)
+        .add("params", model.parameter_count())
+        .add("threads", int64_t{options.threads})
+        .print();
+    fmt::print(stderr,
+               "base-step  {:.1f} ms/step  {:.0f} tokens/s  peak RSS {:.0f} MB  {} params\n",
+               ms_per_step, tokens_per_s, bench::peak_rss_mb(), model.parameter_count());
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "base_step: {}\n", e.what());
+    return 1;
+  }
+  return 0;
+}

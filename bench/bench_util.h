@@ -1,0 +1,114 @@
+// What the model benchmarks share: their command line, a stopwatch, medians, peak memory and
+// the JSON line each result is printed as (BENCHMARKS.md lists the keys). bench/torch/ prints
+// the same lines for PyTorch, and bench/compare.py puts the two side by side.
+#pragma once
+
+#include <fmt/format.h>
+#include <omp.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace gf::bench {
+
+struct CommonOptions {
+  bool smoke = false;  // tiny step counts, for CI: the program runs in a second or two
+  int threads = 2;     // BENCHMARKS.md: every workload on two threads
+  uint64_t seed = 1;
+};
+
+// A non-negative integer flag value. Throws std::invalid_argument naming the flag.
+inline int64_t parse_count(std::string_view program, std::string_view flag, std::string_view text) {
+  const std::string digits(text);
+  char* end = nullptr;
+  const long long value = std::strtoll(digits.c_str(), &end, 10);
+  if (digits.empty() || *end != '\0' || value < 0)
+    throw std::invalid_argument(fmt::format("{}: bad value \"{}\" for {}", program, text, flag));
+  return value;
+}
+
+// Parses --smoke, --threads N, --seed N and --help; any other "--name value" pair is handed
+// to extra(name, value), which returns false when it does not know the name. Returns nothing
+// when --help was asked for. Throws std::invalid_argument naming a bad argument.
+template <typename Extra>
+std::optional<CommonOptions> parse_common(int argc, char** argv, std::string_view program,
+                                          Extra&& extra) {
+  CommonOptions options;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    const bool has_value = i + 1 < argc;
+    if (arg == "--help" || arg == "-h") return std::nullopt;
+    if (arg == "--smoke") {
+      options.smoke = true;
+    } else if (arg == "--threads" && has_value) {
+      options.threads = static_cast<int>(parse_count(program, arg, argv[++i]));
+      if (options.threads < 1)
+        throw std::invalid_argument(fmt::format("{}: --threads must be at least 1", program));
+    } else if (arg == "--seed" && has_value) {
+      options.seed = static_cast<uint64_t>(parse_count(program, arg, argv[++i]));
+    } else if (has_value && extra(arg, std::string_view(argv[i + 1]))) {
+      ++i;
+    } else {
+      throw std::invalid_argument(fmt::format("{}: unknown argument \"{}\"", program, arg));
+    }
+  }
+  omp_set_num_threads(options.threads);
+  return options;
+}
+
+using Clock = std::chrono::steady_clock;
+
+inline double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+inline double median(std::vector<double> values) {
+  if (values.empty()) throw std::invalid_argument("median of no values");
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+// The most resident memory the process has held so far, in MB (Linux reports KiB).
+inline double peak_rss_mb() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;
+}
+
+// One JSON object on one line: keys in the order given, values already formatted as JSON
+// (numbers as text, strings quoted by str()).
+class JsonLine {
+ public:
+  JsonLine& add(std::string_view key, std::string value) {
+    fields_.emplace_back(std::string(key), std::move(value));
+    return *this;
+  }
+  JsonLine& add(std::string_view key, double value, int decimals) {
+    return add(key, fmt::format("{:.{}f}", value, decimals));
+  }
+  JsonLine& add(std::string_view key, int64_t value) { return add(key, std::to_string(value)); }
+  static std::string str(std::string_view text) { return fmt::format("\"{}\"", text); }
+
+  void print() const {
+    std::string line = "{";
+    for (size_t i = 0; i < fields_.size(); ++i)
+      line += fmt::format("{}\"{}\":{}", i == 0 ? "" : ",", fields_[i].first, fields_[i].second);
+    fmt::print("{}}}\n", line);
+    std::fflush(stdout);
+  }
+
+ private:
+  std::vector<std::pair<std::string, std::string>> fields_;
+};
+
+}  // namespace gf::bench

@@ -1,0 +1,278 @@
+// bench/copy: training speed on the copy task (BENCHMARKS.md's copy-tiny and copy-base), the
+// Annotated Transformer's first experiment: sequences of 10 ids from [1, 11), the first one
+// set to 1 (the start id), and the target equal to the source. There is no end id, so every
+// id from 2 to 10 is content (data/tasks.h's copy task differs; BENCHMARKS.md fixes this one).
+//
+// A step is forward + backward + Adam (beta 0.9, 0.98, eps 1e-9) at the warm-up schedule's
+// rate (§5.3, eq. 3). Times cover those three only: building the batch and the copy checks
+// are outside the stopwatch, as in bench/torch/workloads.py.
+//
+//   copy-tiny  N=2, d_model 64, d_ff 256, h 4, dropout 0, batch 64: trains until greedy
+//              decoding copies 100 fresh sequences exactly (checked every 20 steps) and
+//              reports ms/step, target tokens/s, steps_to_100 and seconds_to_100.
+//   copy-base  N=2, d_model 512, d_ff 2048, h 8, dropout 0.1, batch 80, warm-up 400: a fixed
+//              number of steps; ms/step, tokens/s, peak RSS.
+//
+// Shape legend: B batch, L sequence length (10), T = L - 1 target positions, V vocabulary.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "autograd/graph.h"
+#include "autograd/ops.h"
+#include "autograd/random.h"
+#include "bench/bench_util.h"
+#include "data/batch.h"
+#include "data/pair.h"
+#include "data/vocab.h"
+#include "models/transformer.h"
+#include "nn/attention.h"
+#include "nn/optim.h"
+
+namespace {
+
+using namespace gf;
+
+constexpr std::string_view kUsage =
+    "usage: copy [--workload copy-tiny|copy-base|all] [--smoke] [--threads 2] [--seed 1]\n"
+    "            [--max-steps 3000] [--help]\n"
+    "  Trains the Transformer on the copy task and prints one JSON object per workload:\n"
+    "  {\"workload\":\"copy-tiny\",\"ms_per_step\":...,\"tokens_per_s\":...,\"steps_to_100\":...,\n"
+    "   \"seconds_to_100\":...,\"peak_rss_mb\":...,\"params\":...,\"threads\":...}\n"
+    "  --workload   which one (default all; run them one per process for a clean peak RSS)\n"
+    "  --smoke      a few steps of each, copy-base on batch 8 (for CI, about a second)\n"
+    "  --threads    OpenMP threads (default 2)\n"
+    "  --max-steps  copy-tiny gives up after this many steps (default 3000)\n";
+
+constexpr int64_t kVocab = 11;       // 0 pad, 1 start, 2..10 content
+constexpr int64_t kLength = 10;      // ids per sequence, the start id included
+constexpr int64_t kCheckEvery = 20;  // steps between two copy checks
+constexpr int64_t kCheckSize = 100;  // fresh sequences a check decodes
+
+struct Workload {
+  std::string name;
+  TransformerConfig config;
+  int64_t batch = 0;
+  int64_t warmup = 0;         // of the learning-rate schedule (eq. 3)
+  bool train_to_100 = false;  // copy-tiny: train until 100 sequences are copied exactly
+  int64_t warmup_steps = 0;   // untimed steps before the median (caches, allocator, threads)
+  int64_t timed_steps = 0;    // copy-base only; copy-tiny times every step it trains
+};
+
+Workload copy_tiny() {
+  return {.name = "copy-tiny",
+          .config = {.vocab_size = kVocab,
+                     .d_model = 64,
+                     .d_ff = 256,
+                     .heads = 4,
+                     .encoder_layers = 2,
+                     .decoder_layers = 2,
+                     .max_len = 64,
+                     .dropout = 0.0f,
+                     .tied = false},
+          .batch = 64,
+          .warmup = 400,
+          .train_to_100 = true,
+          .warmup_steps = 5};
+}
+
+Workload copy_base() {
+  return {.name = "copy-base",
+          .config = {.vocab_size = kVocab,
+                     .d_model = 512,
+                     .d_ff = 2048,
+                     .heads = 8,
+                     .encoder_layers = 2,
+                     .decoder_layers = 2,
+                     .max_len = 64,
+                     .dropout = 0.1f,
+                     .tied = false},
+          .batch = 80,
+          .warmup = 400,
+          .warmup_steps = 3,
+          .timed_steps = 10};
+}
+
+// batch sequences of the Annotated Transformer's copy data: ids from [1, V), position 0 = 1.
+std::vector<data::Pair> copy_pairs(int64_t batch, Rng& rng) {
+  std::vector<data::Pair> pairs(static_cast<size_t>(batch));
+  for (data::Pair& pair : pairs) {
+    pair.src.push_back(data::kBos);
+    for (int64_t i = 1; i < kLength; ++i)
+      pair.src.push_back(static_cast<int32_t>(1 + rng.below(kVocab - 1)));
+    pair.tgt = pair.src;
+  }
+  return pairs;
+}
+
+// How many of the pairs greedy decoding copies exactly: from the start id, L - 1 steps, each
+// taking the most probable id and feeding it back, with the key/value cache. The loop is
+// written here because nn's greedy_decode stops at an end id, which this task has none of.
+int64_t exact_copies(Transformer& model, const std::vector<data::Pair>& pairs) {
+  NoGrad no_grad;
+  model.eval();
+  const data::Batch batch = data::make_batch(pairs);
+  const int64_t rows = batch.src.shape()[0];
+  const Tensor src_mask = nn::padding_mask(batch.src, data::kPad);
+  const Tensor memory = model.encode(batch.src, src_mask);  // [B, L, D]
+  std::vector<DecoderLayerCache> cache;
+  std::vector<int32_t> last(static_cast<size_t>(rows), data::kBos);
+  std::vector<bool> correct(static_cast<size_t>(rows), true);
+  for (int64_t t = 0; t < kLength - 1; ++t) {
+    const Tensor out =
+        model.decode(IndexTensor::from({rows, 1}, last), memory, src_mask, {}, &cache, t);
+    const Tensor logits = model.generate(out);  // [B, 1, V]
+    for (int64_t b = 0; b < rows; ++b) {
+      const float* row = logits.data() + b * kVocab;
+      int32_t best = 0;
+      for (int32_t v = 1; v < kVocab; ++v)
+        if (row[v] > row[best]) best = v;
+      const auto i = static_cast<size_t>(b);
+      last[i] = best;
+      correct[i] = correct[i] && best == batch.tgt_out.data()[b * (kLength - 1) + t];
+    }
+  }
+  model.train();
+  return std::count(correct.begin(), correct.end(), true);
+}
+
+// One training step; returns its wall time. Throws when the loss is not finite, so that a
+// broken step is never timed as a fast one.
+double train_step(Transformer& model, nn::Adam& adam, const data::Batch& batch, int64_t step,
+                  const Workload& workload) {
+  const auto start = bench::Clock::now();
+  adam.set_lr(nn::noam_lr(step, workload.config.d_model, workload.warmup));
+  const Tensor logits = model.forward(batch.src, batch.tgt_in);  // [B, T, V]
+  const Tensor loss = cross_entropy(logits, batch.tgt_out, {.ignore_index = data::kPad});
+  adam.zero_grad();
+  loss.backward();
+  adam.step();
+  const double seconds = bench::seconds_since(start);
+  if (!std::isfinite(loss.item()))
+    throw std::runtime_error(
+        fmt::format("{}: loss is {} at step {}", workload.name, loss.item(), step));
+  return seconds;
+}
+
+struct Result {
+  double ms_per_step = 0, tokens_per_s = 0, seconds_to_100 = 0;
+  std::optional<int64_t> steps_to_100;
+  int64_t params = 0;
+};
+
+Result run(const Workload& workload, const bench::CommonOptions& options, int64_t max_steps) {
+  Rng rng(options.seed);
+  Transformer model(workload.config, rng);
+  nn::Adam adam(model.parameters());  // the paper's betas and eps are Adam's defaults here
+  Rng data_rng(options.seed + 1), check_rng(options.seed + 2);
+
+  Result result;
+  result.params = model.parameter_count();
+  const int64_t last_step =
+      workload.train_to_100 ? max_steps : workload.warmup_steps + workload.timed_steps;
+  std::vector<double> step_seconds;
+  double trained_seconds = 0;
+  int64_t tokens = 0;
+  for (int64_t step = 1; step <= last_step; ++step) {
+    const data::Batch batch = data::make_batch(copy_pairs(workload.batch, data_rng));
+    tokens = batch.target_tokens;
+    const double seconds = train_step(model, adam, batch, step, workload);
+    trained_seconds += seconds;
+    if (step > workload.warmup_steps) step_seconds.push_back(seconds);
+    if (workload.train_to_100 && step % kCheckEvery == 0 &&
+        exact_copies(model, copy_pairs(kCheckSize, check_rng)) == kCheckSize) {
+      result.steps_to_100 = step;
+      result.seconds_to_100 = trained_seconds;
+      break;
+    }
+  }
+  result.ms_per_step = 1e3 * bench::median(step_seconds);
+  result.tokens_per_s = static_cast<double>(tokens) / (result.ms_per_step * 1e-3);
+  return result;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string workload_name = "all";
+  int64_t max_steps = 3000;
+  bench::CommonOptions options;
+  try {
+    const auto parsed =
+        bench::parse_common(argc, argv, "copy", [&](std::string_view flag, std::string_view value) {
+          if (flag == "--workload") {
+            workload_name = value;
+            return true;
+          }
+          if (flag == "--max-steps") {
+            max_steps = bench::parse_count("copy", flag, value);
+            return true;
+          }
+          return false;
+        });
+    if (!parsed) {
+      fmt::print("{}", kUsage);
+      return 0;
+    }
+    options = *parsed;
+    if (workload_name != "all" && workload_name != "copy-tiny" && workload_name != "copy-base")
+      throw std::invalid_argument(fmt::format("copy: unknown workload \"{}\"", workload_name));
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "{}\n{}", e.what(), kUsage);
+    return 2;
+  }
+
+  std::vector<Workload> workloads;
+  if (workload_name != "copy-base") workloads.push_back(copy_tiny());
+  if (workload_name != "copy-tiny") workloads.push_back(copy_base());
+  if (options.smoke) {
+    max_steps = kCheckEvery + 5;  // one copy check, which an untrained model fails
+    for (Workload& w : workloads) {
+      w.warmup_steps = w.train_to_100 ? 5 : 0;
+      w.timed_steps = 1;
+      if (!w.train_to_100) w.batch = 8;  // copy-base's full batch takes a second per step
+    }
+  }
+
+  bool all_copied = true;
+  try {
+    for (const Workload& workload : workloads) {
+      const Result r = run(workload, options, max_steps);
+      bench::JsonLine line;
+      line.add("workload", bench::JsonLine::str(workload.name))
+          .add("ms_per_step", r.ms_per_step, 2)
+          .add("tokens_per_s", r.tokens_per_s, 0);
+      if (workload.train_to_100) {
+        line.add("steps_to_100", r.steps_to_100 ? std::to_string(*r.steps_to_100) : "null")
+            .add("seconds_to_100",
+                 r.steps_to_100 ? fmt::format("{:.2f}", r.seconds_to_100) : "null");
+        all_copied = all_copied && r.steps_to_100.has_value();
+      }
+      line.add("peak_rss_mb", bench::peak_rss_mb(), 1)
+          .add("params", r.params)
+          .add("threads", int64_t{options.threads})
+          .print();
+      fmt::print(stderr, "{:<10} {:>8.2f} ms/step {:>9.0f} tokens/s", workload.name, r.ms_per_step,
+                 r.tokens_per_s);
+      if (workload.train_to_100)
+        fmt::print(stderr, "   100 copied exactly {}",
+                   r.steps_to_100
+                       ? fmt::format("after {} steps, {:.2f} s", *r.steps_to_100, r.seconds_to_100)
+                       : fmt::format("not within {} steps", max_steps));
+      fmt::print(stderr, "   peak RSS {:.0f} MB, {} parameters\n", bench::peak_rss_mb(), r.params);
+    }
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "copy: {}\n", e.what());
+    return 1;
+  }
+  // Not learning to copy within max_steps is a failure, except in --smoke, which stops early.
+  return all_copied || options.smoke ? 0 : 1;
+}
