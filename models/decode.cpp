@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include "autograd/errors.h"
@@ -126,6 +127,29 @@ double length_penalty(int64_t length, float alpha) {
   return std::pow((5.0 + static_cast<double>(length)) / 6.0, static_cast<double>(alpha));
 }
 
+// When to stop. Stopping as soon as `beam` hypotheses have finished is too early: a
+// hypothesis that skips a word reaches eos a step sooner than the right one, fills the last
+// place, and the right one, still alive and scoring better, is never finished. So the search
+// goes on while the best hypothesis still alive scores better, at its current length, than
+// the worst of the `beam` best finished ones (the rule of Hugging Face's generate with
+// early_stopping off). It is a heuristic: a prefix's score can still change with its length.
+bool worth_continuing(std::vector<BeamResult>& finished, const std::vector<Hypothesis>& alive,
+                      const BeamOptions& options) {
+  if (alive.empty()) return false;
+  const auto beam = static_cast<size_t>(options.beam);
+  if (finished.size() < beam) return true;
+  if (options.early_stop) return false;
+  std::stable_sort(finished.begin(), finished.end(),  // ties keep their order: deterministic
+                   [](const BeamResult& a, const BeamResult& b) { return a.score > b.score; });
+  finished.resize(beam);  // only the best `beam` can still win
+  double best_alive = -std::numeric_limits<double>::infinity();
+  for (const Hypothesis& h : alive)
+    best_alive = std::max(
+        best_alive,
+        h.log_prob / length_penalty(static_cast<int64_t>(h.tokens.size()), options.length_penalty));
+  return best_alive > finished.back().score;
+}
+
 BeamResult beam_search_one(Transformer& model, const IndexTensor& src, const BeamOptions& options) {
   const TransformerConfig& c = model.config;
   const int64_t steps = steps_for(model, src, options.max_len), v = c.vocab_size;
@@ -175,8 +199,8 @@ BeamResult beam_search_one(Transformer& model, const IndexTensor& src, const Bea
       tokens.push_back(token);
       next.push_back({std::move(tokens), log_prob, parent});
     }
-    if (static_cast<int64_t>(finished.size()) >= options.beam) {
-      alive.clear();  // enough finished: the prefixes still alive never reached eos
+    if (!worth_continuing(finished, next, options)) {
+      alive.clear();  // nothing still alive is likely to beat what has finished
       break;
     }
     // The surviving hypotheses' self-attention caches: row i of the new cache is its parent's

@@ -32,12 +32,17 @@ struct BeamOptions {
   int64_t beam = 4;             // hypotheses kept per step (§6.1: 4)
   float length_penalty = 0.6f;  // alpha (§6.1: 0.6); 0 ranks by raw log-probability
   int64_t max_len = 0;          // as in GreedyOptions
+  // Stop as soon as `beam` hypotheses have finished, the quick rule. It misses better
+  // translations that finish later (lesson 09 measures it); by default the search goes on
+  // while a hypothesis still alive scores better than the finished ones (see decode.cpp).
+  bool early_stop = false;
 };
 
 // Beam search (§6.1): keeps the `beam` most probable prefixes; a hypothesis that emits eos is
 // finished and scored log P(y | x) / lp(y) with lp(y) = ((5 + |y|) / 6)^alpha (Wu et al. 2016),
 // so that longer outputs are not penalised merely for having more factors below 1. Stops
-// when `beam` hypotheses have finished or max_len is reached; returns the best per row.
+// when no hypothesis still alive scores better than the `beam` best finished ones (or, with
+// early_stop, as soon as `beam` have finished), or at max_len; returns the best per row.
 std::vector<TokenIds> beam_search(Transformer& model, const IndexTensor& src,
                                   const BeamOptions& options = {});
 
