@@ -5,11 +5,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <set>
 #include <unordered_set>
 
 #include "autograd/errors.h"
 #include "autograd/ops.h"
+#include "autograd/profile.h"
 
 namespace gf {
 
@@ -42,6 +44,7 @@ void attach_node(Tensor& y, const char* op, std::vector<Tensor> inputs, Backward
   node->inputs = std::move(inputs);
   node->backward = std::move(backward);
   y.impl()->grad_fn = std::move(node);
+  if (profile::profiling_on()) profile::detail::on_record(op);
 }
 
 // Destroying a node destroys its inputs, whose nodes destroy their inputs, and so on: for a
@@ -166,6 +169,9 @@ void backward(const Tensor& root, const Tensor& seed) {
   root_node->grad_output = grad_root;
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     Node& node = **it;
+    const bool profiling = profile::profiling_on();
+    const auto started =
+        profiling ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     Tensor grad_output = std::move(node.grad_output);
     node.grad_output = Tensor();
     if (grad_output.defined()) {
@@ -192,6 +198,10 @@ void backward(const Tensor& root, const Tensor& seed) {
     // last handle to the loss goes away.
     node.backward = nullptr;
     node.inputs.clear();
+    if (profiling)
+      profile::detail::on_backward(
+          node.op,
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   }
 }
 

@@ -1,0 +1,927 @@
+// Lesson 11: making it fast.
+//
+// Almost all the arithmetic of a Transformer is matrix multiplication (§3.2's Q K^T and the
+// weighted sum of V, every projection, the feed-forward layers of §3.3, the output layer).
+// This program takes one product C = A B from the textbook triple loop to the library's
+// blocked, vectorised, threaded kernel, one idea at a time, and measures each step in GFLOP/s
+// against the machine's peak, which it also measures. Then it profiles whole training steps,
+// op by op, from the tape, and shows why a small model runs far below that speed: its work
+// comes in pieces too small for the machine (attention's per-head products, passes over
+// memory), while the tape's own bookkeeping costs almost nothing. README.md is the text that
+// walks through this file. Every claim is checked; a failed check makes the program exit with 1.
+// Timings depend on the machine and on what else runs on it; the checks claim only what
+// survives a busy machine.
+//
+// Shape legend: n matrix size (square, row-major), B batch, S source length, T target
+// length, D d_model, F d_ff, V vocabulary.
+#include <fmt/format.h>
+#include <immintrin.h>
+#include <omp.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <bit>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "autograd/graph.h"
+#include "autograd/kernels/gemm.h"
+#include "autograd/ops.h"
+#include "autograd/profile.h"
+#include "autograd/random.h"
+#include "autograd/tensor.h"
+#include "data/batch.h"
+#include "data/tasks.h"
+#include "lessons/lesson.h"
+#include "models/transformer.h"
+#include "nn/optim.h"
+#include "viz/font.h"
+#include "viz/line_plot.h"
+#include "viz/png.h"
+#include "viz/ticks.h"
+
+using namespace gf;
+using namespace gf::lessons;
+
+namespace {
+
+const std::string kDir = "/11_making_it_fast/";
+using Clock = std::chrono::steady_clock;
+
+// The fastest time of f() over enough calls for about `budget` seconds (at least 3), after
+// one warm-up call that fills the caches and the kernels' packing buffers. The fastest, not
+// the median: on a machine shared with other programs it is the run they disturbed least.
+double best_seconds(const std::function<void()>& f, double budget = 0.15) {
+  auto start = Clock::now();
+  f();
+  const double first = seconds_since(start);
+  const int reps = std::clamp(static_cast<int>(budget / std::max(first, 1e-9)), 3, 200);
+  double best = first;
+  for (int r = 0; r < reps; ++r) {
+    start = Clock::now();
+    f();
+    best = std::min(best, seconds_since(start));
+  }
+  return best;
+}
+
+// ---- 1. The machine's peak ----
+
+// 16 floats: one AVX-512 register on this machine (GCC's vector extension; on a CPU with
+// narrower registers the compiler splits it). Arithmetic on a Vec is element-wise.
+constexpr int kLanes = 16;
+using Vec = float __attribute__((vector_size(kLanes * sizeof(float))));
+
+Vec load(const float* p) {
+  Vec v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// [snippet: peak]
+// Multiply-adds on registers and nothing else: kChains independent chains, so that the FMA
+// units never wait for a result (each FMA takes 4 cycles, and 2 units need 8 in flight).
+// Every thread runs `iterations` rounds; each round is kChains x kLanes multiply-adds.
+double fma_gflops(int threads, int64_t iterations) {
+  constexpr int kChains = 16;
+  float sink = 0.0f;
+  const auto start = Clock::now();
+#pragma omp parallel num_threads(threads) reduction(+ : sink)
+  {
+    Vec acc[kChains];
+    for (int c = 0; c < kChains; ++c) acc[c] = Vec{} + static_cast<float>(c);
+    const Vec scale = Vec{} + 0.999f, shift = Vec{} + 0.001f;  // acc tends to 1: no overflow
+    for (int64_t it = 0; it < iterations; ++it) {
+#pragma GCC unroll 16
+      for (int c = 0; c < kChains; ++c) acc[c] = acc[c] * scale + shift;  // one vfmadd
+    }
+    for (int c = 0; c < kChains; ++c)
+      for (int lane = 0; lane < kLanes; ++lane) sink += acc[c][lane];
+  }
+  const double seconds = seconds_since(start);
+  if (!(sink > 0.0f)) return 0.0;  // uses the sums, so the loop cannot be optimised away
+  const double flops = 2.0 * kChains * kLanes * static_cast<double>(iterations) * threads;
+  return flops / seconds * 1e-9;
+}
+// [/snippet]
+
+struct Peak {
+  double one_thread = 0, all_threads = 0;
+  bool cores_free = false;  // all_threads > 1.5 one_thread: the other cores were available
+};
+
+Peak measure_peak(bool quick, int threads, Checks& check) {
+  banner("1. The machine's peak");
+  // Many short trials and the best of them: a peak is a maximum, and on a shared machine a
+  // short trial has the best chance of finding the cores free.
+  const int64_t iterations = 1'000'000;  // a few ms per trial
+  const int trials = quick ? 4 : 60;
+  Peak peak;
+  for (int r = 0; r < trials; ++r) {
+    peak.one_thread = std::max(peak.one_thread, fma_gflops(1, iterations));
+    peak.all_threads = std::max(peak.all_threads, fma_gflops(threads, iterations));
+  }
+  fmt::print("  FMA loop, {} floats per register, 16 chains\n", kLanes);
+  fmt::print("  peak, 1 thread:  {:7.1f} GFLOP/s\n", peak.one_thread);
+  fmt::print("  peak, {} threads: {:7.1f} GFLOP/s ({:.2f}x one thread)\n", threads,
+             peak.all_threads, peak.all_threads / peak.one_thread);
+  check(peak.one_thread > 20.0,
+        fmt::format("one core does more than 20 GFLOP/s of vector FMAs ({:.0f})", peak.one_thread));
+  // Whether the other cores were free: on a shared machine they may not be, and then a
+  // second thread only makes everything wait for it (see main).
+  peak.cores_free = threads >= 2 && peak.all_threads > 1.5 * peak.one_thread;
+  if (threads >= 2 && !peak.cores_free)
+    fmt::print("  (the other cores were busy: {} threads did not reach 1.5x one)\n", threads);
+  return peak;
+}
+
+// ---- 2. From the triple loop to the blocked kernel ----
+
+// Every version computes C[n, n] = A[n, n] B[n, n], all row-major.
+
+// [snippet: naive]
+// The definition: C[i][j] = sum_k A[i][k] B[k][j]. The k loop walks down a column of B,
+// n floats apart, so every step touches a new cache line, and each multiply-add needs two
+// loads from memory that is mostly not in cache.
+void matmul_ijk(const float* a, const float* b, float* c, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      float sum = 0.0f;
+      for (int64_t k = 0; k < n; ++k) sum += a[i * n + k] * b[k * n + j];
+      c[i * n + j] = sum;
+    }
+}
+// [/snippet]
+
+// [snippet: ikj]
+// The same sums with the loops swapped: for each A[i][k], add A[i][k] times row k of B into
+// row i of C. The inner loop now reads and writes consecutive floats, which the compiler
+// turns into 16-float vector instructions. Each C[i][j] still receives the same
+// multiply-adds in the same order of k, only kept in memory between them, not in a register.
+void matmul_ikj(const float* a, const float* __restrict b, float* __restrict c, int64_t n) {
+  std::fill(c, c + n * n, 0.0f);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t k = 0; k < n; ++k) {
+      const float a_ik = a[i * n + k];
+      for (int64_t j = 0; j < n; ++j) c[i * n + j] += a_ik * b[k * n + j];
+    }
+}
+// [/snippet]
+
+// [snippet: tiled]
+// i-k-j on tiles of kTile x kTile: the tile of B (16 KiB) stays in the 48 KiB L1 cache
+// while all kTile rows of the A tile use it, instead of the whole of B (1 MiB at n = 512)
+// streaming through the cache once per row of A. n must be a multiple of kTile.
+constexpr int64_t kTile = 64;
+void matmul_tiled(const float* a, const float* __restrict b, float* __restrict c, int64_t n) {
+  std::fill(c, c + n * n, 0.0f);
+  for (int64_t i0 = 0; i0 < n; i0 += kTile)
+    for (int64_t k0 = 0; k0 < n; k0 += kTile)
+      for (int64_t j0 = 0; j0 < n; j0 += kTile)
+        for (int64_t i = i0; i < i0 + kTile; ++i)
+          for (int64_t k = k0; k < k0 + kTile; ++k) {
+            const float a_ik = a[i * n + k];
+            for (int64_t j = j0; j < j0 + kTile; ++j) c[i * n + j] += a_ik * b[k * n + j];
+          }
+}
+// [/snippet]
+
+// [snippet: register-tile]
+// The inner loops above load and store C for every multiply-add: the load and store units,
+// not the FMA units, set the pace. Here a 4 x 32 tile of C lives in 8 vector registers for
+// the whole k loop and is stored once. Each step in k loads 2 vectors of B and 4 floats of
+// A (broadcast) for 8 FMAs. n must be a multiple of 32.
+void matmul_register_tile(const float* a, const float* b, float* c, int64_t n) {
+  constexpr int64_t kRows = 4, kVecs = 2;
+  for (int64_t i = 0; i < n; i += kRows)
+    for (int64_t j = 0; j < n; j += kVecs * kLanes) {
+      Vec acc[kRows][kVecs] = {};
+      for (int64_t k = 0; k < n; ++k) {
+        const Vec b0 = load(b + k * n + j), b1 = load(b + k * n + j + kLanes);
+        for (int64_t r = 0; r < kRows; ++r) {
+          const float a_rk = a[(i + r) * n + k];
+          acc[r][0] += a_rk * b0;
+          acc[r][1] += a_rk * b1;
+        }
+      }
+      for (int64_t r = 0; r < kRows; ++r)
+        for (int64_t v = 0; v < kVecs; ++v)
+          std::memcpy(c + (i + r) * n + j + v * kLanes, &acc[r][v], sizeof(Vec));
+    }
+}
+// [/snippet]
+
+// [snippet: library]
+// The library's kernels take a GemmArgs (the shapes, the pointers, the transposes).
+void library_gemm(void (*kernel)(const kernels::GemmArgs&), int threads, const float* a,
+                  const float* b, float* c, int64_t n) {
+  omp_set_num_threads(threads);
+  kernel({.m = n, .n = n, .k = n, .a = a, .b = b, .c = c});
+}
+// [/snippet]
+
+struct Version {
+  std::string name;
+  std::function<void(const float*, const float*, float*, int64_t)> run;
+  bool lesson_loop;  // written out in this file (one thread)
+  int threads = 1;
+  int64_t largest_n = 1024;  // the slow loops stop at 512, where they take a second already
+};
+
+std::vector<Version> versions(int threads) {
+  std::vector<Version> v = {
+      {"naive i-j-k", matmul_ijk, true, 1, 512},
+      {"loop order i-k-j", matmul_ikj, true, 1, 512},
+      {"tiles 64 x 64", matmul_tiled, true, 1, 512},
+      {"register tile 4 x 32", matmul_register_tile, true, 1},
+      {"library blocked, 1 thread",
+       [](const float* a, const float* b, float* c, int64_t n) {
+         library_gemm(kernels::gemm_blocked, 1, a, b, c, n);
+       },
+       false, 1},
+      {fmt::format("library blocked, {} threads", threads),
+       [threads](const float* a, const float* b, float* c, int64_t n) {
+         library_gemm(kernels::gemm_blocked, threads, a, b, c, n);
+       },
+       false, threads},
+  };
+  if (kernels::have_blas())
+    v.push_back({fmt::format("OpenBLAS, {} threads", threads),
+                 [threads](const float* a, const float* b, float* c, int64_t n) {
+                   library_gemm(kernels::gemm_blas, threads, a, b, c, n);
+                 },
+                 false, threads});
+  return v;
+}
+
+float max_abs_diff(const std::vector<float>& x, const std::vector<float>& y) {
+  float d = 0.0f;
+  for (size_t i = 0; i < x.size(); ++i) d = std::max(d, std::abs(x[i] - y[i]));
+  return d;
+}
+
+// A horizontal bar chart: one row per label, each bar a stack of segments (one colour per
+// segment kind, named in the legend), optional vertical reference lines (a peak) with their
+// names, and the row's total printed after its bar.
+struct BarRow {
+  std::string label;
+  std::vector<double> segments;
+};
+struct ReferenceLine {
+  std::string name;
+  double value;
+};
+struct BarChart {
+  std::string title, x_label;
+  std::vector<std::string> segment_names;
+  std::vector<BarRow> rows;
+  std::vector<ReferenceLine> lines;
+  std::string value_format = "{:.1f}";
+};
+
+const std::vector<viz::Rgb> kPalette = {{31, 119, 180}, {255, 127, 14}, {150, 150, 150}};
+const std::vector<viz::Rgb> kLineColours = {{200, 30, 30}, {110, 30, 160}};
+
+viz::Image draw_bars(const BarChart& chart, int width = 760) {
+  const int s = 2, row_h = 26, bar_h = 18, top = 58, bottom = 56, right = 70;
+  int label_w = 0;
+  for (const BarRow& r : chart.rows) label_w = std::max(label_w, viz::text_width(r.label, s));
+  const int left = label_w + 24;
+  const int height = top + row_h * static_cast<int>(chart.rows.size()) + bottom;
+  viz::Image image(width, height);
+  const viz::Rgb ink{40, 40, 40}, grid{225, 225, 225};
+  double max_value = 0;
+  for (const BarRow& r : chart.rows) {
+    double total = 0;
+    for (double v : r.segments) total += v;
+    max_value = std::max(max_value, total);
+  }
+  for (const ReferenceLine& l : chart.lines) max_value = std::max(max_value, l.value);
+  const std::vector<double> ticks = viz::nice_ticks(0, max_value * 1.02, 5);
+  const double x_max = std::max(ticks.back(), max_value * 1.02);
+  const int plot_w = width - left - right;
+  const auto x_of = [&](double v) {
+    return left + static_cast<int>(v / x_max * plot_w);
+  };
+  const int plot_top = top - 6, plot_bottom = height - bottom + 6;
+  const double step = ticks.size() > 1 ? ticks[1] - ticks[0] : 1.0;
+  for (double t : ticks) {
+    const int x = x_of(t);
+    image.fill_rect(x, plot_top, 1, plot_bottom - plot_top, grid);
+    const std::string text = viz::format_tick(t, step);
+    viz::draw_text(image, x - viz::text_width(text, s) / 2, plot_bottom + 6, text, ink, s);
+  }
+  viz::draw_text(image, left + (plot_w - viz::text_width(chart.x_label, s)) / 2,
+                 plot_bottom + 6 + viz::text_height(s) + 6, chart.x_label, ink, s);
+  viz::draw_text(image, 10, 10, chart.title, ink, s, /*bold=*/true);
+  // The legend goes under the title: the segment kinds (when there are several), then the
+  // reference lines.
+  int legend_x = 10;
+  for (size_t k = 0; k < chart.segment_names.size() && chart.segment_names.size() > 1; ++k) {
+    image.fill_rect(legend_x, 34, 14, 14, kPalette[k % kPalette.size()]);
+    viz::draw_text(image, legend_x + 20, 36, chart.segment_names[k], ink, s);
+    legend_x += 20 + viz::text_width(chart.segment_names[k], s) + 24;
+  }
+  for (size_t k = 0; k < chart.lines.size(); ++k) {
+    const viz::Rgb colour = kLineColours[k % kLineColours.size()];
+    for (int x = legend_x; x < legend_x + 18; x += 6) image.fill_rect(x, 40, 3, 2, colour);
+    const std::string text = chart.lines[k].name + ": " +
+                             fmt::format(fmt::runtime(chart.value_format), chart.lines[k].value);
+    viz::draw_text(image, legend_x + 24, 36, text, colour, s);
+    legend_x += 24 + viz::text_width(text, s) + 24;
+  }
+  for (size_t i = 0; i < chart.rows.size(); ++i) {
+    const BarRow& r = chart.rows[i];
+    const int y = top + static_cast<int>(i) * row_h;
+    viz::draw_text(image, left - 12 - viz::text_width(r.label, s), y + (bar_h - 14) / 2, r.label,
+                   ink, s);
+    double at = 0;
+    for (size_t k = 0; k < r.segments.size(); ++k) {
+      const int x0 = x_of(at), x1 = x_of(at + r.segments[k]);
+      image.fill_rect(x0, y, std::max(x1 - x0, 1), bar_h, kPalette[k % kPalette.size()]);
+      at += r.segments[k];
+    }
+    viz::draw_text(image, x_of(at) + 6, y + (bar_h - 14) / 2,
+                   fmt::format(fmt::runtime(chart.value_format), at), ink, s);
+  }
+  for (size_t k = 0; k < chart.lines.size(); ++k) {  // dashed; offset so that equal values
+    const int x = x_of(chart.lines[k].value) + 3 * static_cast<int>(k);  // stay apart
+    for (int y = plot_top; y < plot_bottom; y += 6)
+      image.fill_rect(x - 1, y, 2, 3, kLineColours[k % kLineColours.size()]);
+  }
+  return image;
+}
+
+struct GemmResults {
+  int64_t size = 0;                       // the size of the version-by-version comparison
+  std::map<std::string, double> at_size;  // GFLOP/s at `size`
+  std::vector<std::string> order;         // the versions in the lesson's order
+  std::map<std::string, std::vector<double>> sweep_sizes, sweep_gflops;
+};
+
+GemmResults from_loop_to_kernel(bool quick, uint64_t seed, const Peak& peak, int threads,
+                                const std::string& out_dir, Checks& check) {
+  banner("2. From the triple loop to the blocked kernel");
+  GemmResults results;
+  results.size = quick ? 128 : 512;
+  const std::vector<int64_t> sizes =
+      quick ? std::vector<int64_t>{64, 128} : std::vector<int64_t>{64, 128, 256, 512, 1024};
+  const std::vector<Version> all = versions(threads);
+  for (const Version& v : all) results.order.push_back(v.name);
+  Rng rng(seed);
+  fmt::print("  GFLOP/s (2 n^3 / fastest time), C = A B, A and B uniform in [-1, 1]\n");
+  fmt::print("  {:>28}", "n");
+  for (int64_t n : sizes) fmt::print(" {:>8}", n);
+  fmt::print("\n");
+  std::map<std::string, std::vector<std::string>> cells;
+  float worst_error = 0.0f;
+  std::map<std::string, std::vector<float>> products_at_size;
+  double worst_vs_peak = 0;  // the largest GFLOP/s / (threads x one core's peak)
+  for (int64_t n : sizes) {
+    const auto count = static_cast<size_t>(n * n);
+    std::vector<float> a(count), b(count), c(count), reference(count);
+    for (float& x : a) x = rng.uniform(-1.0f, 1.0f);
+    for (float& x : b) x = rng.uniform(-1.0f, 1.0f);
+    // The naive loop is the reference up to 512; beyond it takes seconds, and the library's
+    // blocked kernel (itself tested against the naive one) stands in.
+    const bool naive_runs = n <= 512;
+    if (naive_runs)
+      matmul_ijk(a.data(), b.data(), reference.data(), n);
+    else
+      library_gemm(kernels::gemm_blocked, threads, a.data(), b.data(), reference.data(), n);
+    for (const Version& v : all) {
+      if (n > v.largest_n) {
+        cells[v.name].push_back("-");
+        continue;
+      }
+      std::fill(c.begin(), c.end(), 0.0f);
+      v.run(a.data(), b.data(), c.data(), n);
+      const float error = max_abs_diff(c, reference);
+      worst_error = std::max(worst_error, error);
+      if (n == results.size && v.lesson_loop) products_at_size[v.name] = c;
+      if (!(error <= 1e-5f * static_cast<float>(n))) {
+        check(false, fmt::format("{} matches the reference at n = {} (max diff {:.1e})", v.name, n,
+                                 error));
+        continue;
+      }
+      const double seconds = best_seconds([&] { v.run(a.data(), b.data(), c.data(), n); });
+      const double gflops = 2.0 * std::pow(static_cast<double>(n), 3) / seconds * 1e-9;
+      results.sweep_sizes[v.name].push_back(static_cast<double>(n));
+      results.sweep_gflops[v.name].push_back(gflops);
+      if (n == results.size) results.at_size[v.name] = gflops;
+      worst_vs_peak = std::max(worst_vs_peak, gflops / (v.threads * peak.one_thread));
+      cells[v.name].push_back(fmt::format("{:.1f}", gflops));
+    }
+  }
+  omp_set_num_threads(threads);
+  for (const Version& v : all) {
+    fmt::print("  {:>28}", v.name);
+    for (const std::string& cell : cells[v.name]) fmt::print(" {:>8}", cell);
+    fmt::print("\n");
+  }
+  fmt::print("  peak: {:.1f} GFLOP/s on 1 core, at most {:.1f} on {}\n", peak.one_thread,
+             threads * peak.one_thread, threads);
+  // Two cores cannot do more than twice what one does at its best, and a busy machine only
+  // lowers the GEMMs' rates, so this holds however loaded the machine is.
+  check(worst_vs_peak <= 1.05,
+        fmt::format("no version beats its thread count times one core's peak (the closest: "
+                    "{:.0f}%)",
+                    100 * worst_vs_peak));
+  check(worst_error <= 1e-5f * static_cast<float>(sizes.back()),
+        fmt::format("every version computes the same product (max |diff| {:.1e} against the "
+                    "naive loop, or the blocked kernel at n > 512)",
+                    worst_error));
+
+  // The three reorderings do the same fused multiply-adds in the same order of k, so they
+  // agree to the bit; the naive loop's compiled code rounds each product before adding it.
+  const auto& ikj = products_at_size.at(all[1].name);
+  check(ikj == products_at_size.at(all[2].name) && ikj == products_at_size.at(all[3].name),
+        fmt::format("at n = {}, i-k-j, tiles and the register tile give the same bits ({:.1e} "
+                    "from the naive loop)",
+                    results.size, max_abs_diff(ikj, products_at_size.at(all[0].name))));
+  const auto& g = results.at_size;
+  const std::string blocked1 = all[4].name, blocked_n = all[5].name;
+  const double speedup = g.at(blocked1) / g.at("naive i-j-k");
+  check(speedup >= 10.0, fmt::format("at n = {} the blocked kernel on one thread is {:.0f}x the "
+                                     "naive loop (at least 10x)",
+                                     results.size, speedup));
+  check(g.at("loop order i-k-j") > g.at("naive i-j-k"),
+        fmt::format("swapping the loops alone is faster: {:.1f} against {:.1f} GFLOP/s",
+                    g.at("loop order i-k-j"), g.at("naive i-j-k")));
+  fmt::print("  blocked on one thread reaches {:.0f}% of the one-thread peak\n",
+             100.0 * g.at(blocked1) / peak.one_thread);
+  // Not a check: whether a second thread pays depends on the size and on whether another
+  // program needs that core at that moment, which no run controls on a shared machine.
+  if (threads >= 2)
+    fmt::print("  {} threads against one at n = {}: {:.2f}x{}\n", threads, results.size,
+               g.at(blocked_n) / g.at(blocked1),
+               peak.cores_free ? "" : " (the other cores were busy)");
+
+  BarChart chart{.title = fmt::format("C = A B at n = {}: GFLOP/s of each version", results.size),
+                 .x_label = "GFLOP/s (fastest of repeats)",
+                 .segment_names = {"GFLOP/s"},
+                 .rows = {},
+                 .lines = {{"peak of 1 core", peak.one_thread},
+                           {fmt::format("{} cores", threads), threads * peak.one_thread}},
+                 .value_format = "{:.1f}"};
+  for (const Version& v : all) chart.rows.push_back({v.name, {g.at(v.name)}});
+  viz::write_png(draw_bars(chart), out_dir + kDir + "gemm_versions.png");
+
+  // (name in the table, shorter name for the legend)
+  std::vector<std::pair<std::string, std::string>> plotted = {
+      {all[0].name, "naive"},
+      {all[1].name, "i-k-j"},
+      {all[3].name, "register tile"},
+      {all[4].name, "blocked, 1 thread"},
+      {blocked_n, fmt::format("blocked, {} thr.", threads)}};
+  if (kernels::have_blas()) plotted.push_back({all.back().name, "OpenBLAS"});
+  std::vector<viz::Series> series;
+  for (const auto& [name, short_name] : plotted) {
+    std::vector<float> xs, ys;
+    for (size_t i = 0; i < results.sweep_sizes[name].size(); ++i) {
+      xs.push_back(static_cast<float>(results.sweep_sizes[name][i]));
+      ys.push_back(static_cast<float>(results.sweep_gflops[name][i]));
+    }
+    series.push_back({.name = short_name, .xs = xs, .ys = ys});
+  }
+  series.push_back({.name = fmt::format("{} x peak of 1 core", threads),
+                    .xs = {static_cast<float>(sizes.front()), static_cast<float>(sizes.back())},
+                    .ys = {static_cast<float>(threads * peak.one_thread),
+                           static_cast<float>(threads * peak.one_thread)},
+                    .colour = viz::Rgb{60, 60, 60}});
+  viz::write_png(viz::line_plot(series, {.title = "GFLOP/s against matrix size",
+                                         .x_label = "n (C = A B, all n x n)",
+                                         .y_label = "GFLOP/s",
+                                         .log_y = true,
+                                         .width = 760,
+                                         .height = 460}),
+                 out_dir + kDir + "gemm_sizes.png");
+  return results;
+}
+
+// [snippet: subnormals]
+// Floats below 2^-126 (about 1.2e-38) are subnormal; many CPUs handle them in slow microcode.
+// MXCSR's flush-to-zero (FTZ: results) and denormals-are-zero (DAZ: inputs) bits make it
+// treat them as 0 instead; the library sets both on every thread that computes.
+double ikj_seconds_with_flush(bool flush, const std::vector<float>& a, const std::vector<float>& b,
+                              std::vector<float>& c, int64_t n) {
+  const unsigned saved = _mm_getcsr();
+  constexpr unsigned kFtzDaz = 0x8040;  // bit 15 FTZ, bit 6 DAZ
+  _mm_setcsr(flush ? saved | kFtzDaz : saved & ~kFtzDaz);
+  const double seconds = best_seconds([&] { matmul_ikj(a.data(), b.data(), c.data(), n); });
+  _mm_setcsr(saved);
+  return seconds;
+}
+// [/snippet]
+
+void subnormals(bool quick, uint64_t seed, Checks& check) {
+  const int64_t n = quick ? 64 : 128;
+  Rng rng(seed + 1);
+  const auto count = static_cast<size_t>(n * n);
+  std::vector<float> a(count), b(count), c(count);
+  // Subnormal by construction (exponent bits 0), since arithmetic on this thread flushes.
+  for (float& x : a)
+    x = std::bit_cast<float>(static_cast<uint32_t>(0x400000 + rng.below(0x300000)));
+  for (float& x : b) x = rng.uniform(-1.0f, 1.0f);
+  // Counted on the bits: a comparison with 0 would itself treat subnormals as 0 here.
+  const auto nonzero = [&c] {
+    return std::count_if(c.begin(), c.end(),
+                         [](float x) { return (std::bit_cast<uint32_t>(x) & 0x7fffffffu) != 0; });
+  };
+  const double slow = ikj_seconds_with_flush(false, a, b, c, n);
+  const auto kept = nonzero();
+  const double fast = ikj_seconds_with_flush(true, a, b, c, n);
+  const auto flushed = nonzero();
+  fmt::print("\n  i-k-j at n = {} with every A[i][k] subnormal (6e-39 to 1e-38):\n", n);
+  fmt::print("    FTZ/DAZ off: {:8.3f} ms  ({} of {} entries of C are not 0)\n", slow * 1e3, kept,
+             c.size());
+  fmt::print("    FTZ/DAZ on:  {:8.3f} ms  ({} are not 0: the tiny values became 0)\n", fast * 1e3,
+             flushed);
+  check(kept > 0 && flushed == 0,
+        "without the flush the subnormal products survive; with it they are 0");
+  fmt::print("    time with the flush off / on: {:.2f}\n", slow / fast);
+}
+
+// ---- 3. Where a training step's time goes ----
+
+struct ModelSize {
+  int64_t d_model = 64, d_ff = 256, heads = 4, steps = 10;
+};
+
+// [snippet: gemm-flops]
+// The multiply-adds of one forward pass that are matrix products, from the shapes alone.
+// linear: per source token, an encoder layer projects q, k, v and the output (4 D^2) and
+// runs the FFN (2 D F); per target token, a decoder layer projects for self-attention
+// (4 D^2) and q and the output of cross-attention (2 D^2) and runs the FFN; cross-attention's
+// k and v are projected once per source token (2 D^2); the output layer costs D V.
+// attention (the matmul ops): Q K^T and the weighted sum of V, 2 D per key, per query.
+// Backward does two products the size of each forward one (dA and dB): 3x in all, 2 FLOPs
+// per multiply-add.
+struct GemmFlops {
+  double linear = 0, attention = 0;
+  double total() const { return linear + attention; }
+};
+GemmFlops gemm_flops_per_step(const TransformerConfig& c, int64_t batch, int64_t s, int64_t t) {
+  const double d = static_cast<double>(c.d_model), f = static_cast<double>(c.d_ff);
+  const double sd = static_cast<double>(s), td = static_cast<double>(t);
+  const double enc = static_cast<double>(c.encoder_layers);
+  const double dec = static_cast<double>(c.decoder_layers);
+  const double linear = enc * sd * (4 * d * d + 2 * d * f) +
+                        dec * (td * (6 * d * d + 2 * d * f) + sd * 2 * d * d) +
+                        td * d * static_cast<double>(c.vocab_size);
+  const double attention = enc * sd * 2 * sd * d + dec * td * (2 * td * d + 2 * sd * d);
+  const double per_multiply_add = 3 * 2 * static_cast<double>(batch);
+  return {.linear = per_multiply_add * linear, .attention = per_multiply_add * attention};
+}
+// [/snippet]
+
+struct StepProfile {
+  ModelSize size{};
+  double step_seconds = 0;              // the fastest step, profiler off
+  double profiled_seconds = 0;          // mean, profiler on
+  int64_t nodes = 0;                    // nodes on the tape per step
+  GemmFlops gemm_flops{};               // per step, forward and backward
+  std::vector<profile::OpStats> ops{};  // per step (totals divided by the step count)
+};
+
+// [snippet: profile-step]
+// Steps of the copy task: forward, loss, backward, Adam. The batch is drawn before mark(),
+// so only the step itself is charged to the ops.
+StepProfile profile_steps(const ModelSize& size, uint64_t seed) {
+  Rng rng(seed);
+  const TransformerConfig config{.vocab_size = 11,
+                                 .d_model = size.d_model,
+                                 .d_ff = size.d_ff,
+                                 .heads = size.heads,
+                                 .encoder_layers = 2,
+                                 .decoder_layers = 2,
+                                 .max_len = 64,
+                                 .dropout = 0.0f};
+  Transformer model(config, rng);
+  nn::Adam adam(model.parameters());
+  StepProfile result{.size = size};
+  const auto step = [&](bool count_nodes_too) {
+    const data::Batch batch = data::make_batch(data::generate(data::Task::Copy, 64, {}, rng));
+    profile::mark();
+    const auto start = Clock::now();
+    const Tensor loss = cross_entropy(model.forward(batch.src, batch.tgt_in), batch.tgt_out,
+                                      {.ignore_index = data::kPad});
+    adam.zero_grad();
+    if (count_nodes_too) result.nodes = count_nodes(loss);
+    loss.backward();
+    adam.step();
+    result.gemm_flops =
+        gemm_flops_per_step(config, 64, batch.src.shape()[1], batch.tgt_in.shape()[1]);
+    return seconds_since(start);
+  };
+  step(true);  // warm-up: the first step allocates Adam's moments and the packing buffers
+  std::vector<double> times;
+  for (int64_t i = 0; i < size.steps; ++i) times.push_back(step(false));
+  result.step_seconds = *std::min_element(times.begin(), times.end());
+
+  profile::reset();
+  profile::start();
+  double profiled = 0;
+  for (int64_t i = 0; i < size.steps; ++i) profiled += step(false);
+  profile::stop();
+  result.profiled_seconds = profiled / static_cast<double>(size.steps);
+  for (profile::OpStats s : profile::report()) {
+    const double per_step = 1.0 / static_cast<double>(size.steps);
+    s.calls = s.calls / size.steps;
+    s.backward_calls = s.backward_calls / size.steps;
+    s.forward_seconds *= per_step;
+    s.backward_seconds *= per_step;
+    result.ops.push_back(s);
+  }
+  profile::reset();
+  return result;
+}
+// [/snippet]
+
+// The bigger model of sections 3 and 4: d_model 256 (or the largest below it in a quick
+// run). d_model 512 is measured too, but its long steps are the ones a busy machine
+// disturbs most, so the checks do not rest on it.
+size_t bigger_model(const std::vector<StepProfile>& profiles) {
+  size_t big = 0;
+  for (size_t i = 0; i < profiles.size(); ++i)
+    if (profiles[i].size.d_model <= 256) big = i;
+  return big;
+}
+
+double tape_seconds(const StepProfile& p) {
+  double total = 0;
+  for (const profile::OpStats& s : p.ops) total += s.total_seconds();
+  return total;
+}
+
+double op_seconds(const StepProfile& p, const std::string& op) {
+  for (const profile::OpStats& s : p.ops)
+    if (s.op == op) return s.total_seconds();
+  return 0.0;
+}
+
+void print_profile(const StepProfile& p) {
+  fmt::print(
+      "  d_model {}, d_ff {}, {} heads, 2 + 2 layers, batch 64: {:.2f} ms per step "
+      "(fastest of {}), {:.2f} ms with the profiler on (mean)\n",
+      p.size.d_model, p.size.d_ff, p.size.heads, p.step_seconds * 1e3, p.size.steps,
+      p.profiled_seconds * 1e3);
+  fmt::print("  {:>16} {:>7} {:>12} {:>12} {:>7}\n", "op", "nodes", "forward ms", "backward ms",
+             "share");
+  for (const profile::OpStats& s : p.ops)
+    fmt::print("  {:>16} {:>7} {:>12.3f} {:>12.3f} {:>6.1f}%\n", s.op, s.calls,
+               s.forward_seconds * 1e3, s.backward_seconds * 1e3,
+               100.0 * s.total_seconds() / p.profiled_seconds);
+  const double outside = p.profiled_seconds - tape_seconds(p);
+  fmt::print("  {:>16} {:>7} {:>12} {:>12.3f} {:>6.1f}%  (Adam, backward's sort, ...)\n",
+             "outside the tape", "", "", outside * 1e3, 100.0 * outside / p.profiled_seconds);
+}
+
+// The profile as bars: the largest ops, the rest lumped together, and the time outside the
+// tape; ms per step.
+BarChart profile_chart(const StepProfile& p, size_t shown) {
+  BarChart chart{.title = fmt::format("one training step, d_model {}: {:.1f} ms", p.size.d_model,
+                                      p.profiled_seconds * 1e3),
+                 .x_label = "ms per step",
+                 .segment_names = {"forward", "backward", "outside the tape"},
+                 .rows = {},
+                 .lines = {},
+                 .value_format = "{:.2f}"};
+  double rest_f = 0, rest_b = 0;
+  for (size_t i = 0; i < p.ops.size(); ++i) {
+    const profile::OpStats& s = p.ops[i];
+    if (i < shown)
+      chart.rows.push_back({s.op, {s.forward_seconds * 1e3, s.backward_seconds * 1e3}});
+    else
+      rest_f += s.forward_seconds * 1e3, rest_b += s.backward_seconds * 1e3;
+  }
+  if (p.ops.size() > shown)
+    chart.rows.push_back({fmt::format("{} other ops", p.ops.size() - shown), {rest_f, rest_b}});
+  chart.rows.push_back(
+      {"outside the tape", {0.0, 0.0, (p.profiled_seconds - tape_seconds(p)) * 1e3}});
+  return chart;
+}
+
+std::vector<StepProfile> where_the_time_goes(bool quick, uint64_t seed, const std::string& out_dir,
+                                             Checks& check) {
+  banner("3. Where a training step's time goes");
+  std::vector<ModelSize> sizes = {
+      {32, 128, 4, 10}, {64, 256, 4, 10}, {128, 512, 4, 8}, {256, 1024, 4, 6}, {512, 2048, 8, 3}};
+  if (quick) sizes = {{32, 128, 4, 2}, {64, 256, 4, 2}, {128, 512, 4, 2}};
+  std::vector<StepProfile> profiles;
+  for (const ModelSize& size : sizes) profiles.push_back(profile_steps(size, seed));
+  const StepProfile& small = profiles[1];
+  const StepProfile& big = profiles[bigger_model(profiles)];
+  print_profile(small);
+  fmt::print("\n");
+  print_profile(big);
+
+  for (const StepProfile* p : {&small, &big}) {
+    int64_t calls = 0;
+    for (const profile::OpStats& s : p->ops) calls += s.calls;
+    check(calls == p->nodes,
+          fmt::format("d_model {}: the profiler counted one record per node on the tape ({} "
+                      "per step)",
+                      p->size.d_model, calls));
+    check(tape_seconds(*p) <= p->profiled_seconds,
+          fmt::format("d_model {}: the time charged to ops ({:.2f} ms) fits inside the step "
+                      "({:.2f} ms)",
+                      p->size.d_model, tape_seconds(*p) * 1e3, p->profiled_seconds * 1e3));
+  }
+  viz::Image left = draw_bars(profile_chart(small, 12), 640);
+  viz::Image right = draw_bars(profile_chart(big, 12), 640);
+  viz::Image both(left.width() + right.width(), std::max(left.height(), right.height()));
+  both.blit(left, 0, 0);
+  both.blit(right, left.width(), 0);
+  viz::write_png(both, out_dir + kDir + "profile.png");
+  return profiles;
+}
+
+// ---- 4. Why small models are overhead-bound ----
+
+// [snippet: fixed-cost]
+// The cost of an op that does no arithmetic worth the name: 1000 adds of one-element
+// tensors, recorded on the tape and differentiated. What remains is the fixed cost of an op
+// (allocating the output, the node and its closure, and backward's bookkeeping).
+double fixed_seconds_per_op() {
+  Tensor w = Tensor::scalar(1.0f).set_requires_grad();
+  return best_seconds([&] {
+           Tensor y = w;
+           for (int i = 0; i < 1000; ++i) y = y + w;
+           y.backward();
+         }) /
+         1000.0;
+}
+// [/snippet]
+
+// [snippet: small-gemm]
+// GFLOP/s of one library GEMM of op(A) [m, k] times B [k, n], as an op would call it.
+double gemm_gflops(int64_t m, int64_t n, int64_t k, Rng& rng) {
+  std::vector<float> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n)),
+      c(static_cast<size_t>(m * n));
+  for (float& x : a) x = rng.uniform(-1.0f, 1.0f);
+  for (float& x : b) x = rng.uniform(-1.0f, 1.0f);
+  const kernels::GemmArgs args{.m = m, .n = n, .k = k, .a = a.data(), .b = b.data(), .c = c.data()};
+  const double seconds = best_seconds([&] { kernels::gemm(args); }, 0.05);
+  return 2.0 * static_cast<double>(m * n * k) / seconds * 1e-9;
+}
+// [/snippet]
+
+void overhead_bound(uint64_t seed, const std::vector<StepProfile>& profiles,
+                    double gemm_gflops_large, int64_t gemm_size, const std::string& out_dir,
+                    Checks& check) {
+  banner("4. Why small models are overhead-bound");
+  const double per_op = fixed_seconds_per_op();
+  fmt::print(
+      "  fixed cost of one op on the tape, forward and backward, on a 1-element tensor: "
+      "{:.2f} us\n",
+      per_op * 1e6);
+  Rng rng(seed + 2);
+  const double projection = gemm_gflops(640, 64, 64, rng);
+  const double ffn = gemm_gflops(640, 256, 64, rng);
+  const double head = gemm_gflops(11, 10, 16, rng);
+  fmt::print("  one GEMM at the d_model 64 model's shapes (640 = 64 sequences x 10 tokens):\n");
+  fmt::print("    [640, 64] x [64, 64]   (q, k, v, o projections) {:7.1f} GFLOP/s\n", projection);
+  fmt::print("    [640, 64] x [64, 256]  (FFN, first layer)       {:7.1f} GFLOP/s\n", ffn);
+  fmt::print("    [11, 16] x [16, 10]    (Q K^T of one head)      {:7.1f} GFLOP/s\n", head);
+  fmt::print("    [{0}, {0}] x [{0}, {0}] (the benchmark of section 2) {1:7.1f} GFLOP/s\n\n",
+             gemm_size, gemm_gflops_large);
+
+  // Every column comes from the profiled steps (their mean), so that the rates and shares
+  // of one row are measured on the same steps.
+  fmt::print("  the profiled steps of each model (mean):\n");
+  fmt::print("  {:>7} {:>8} {:>6} {:>7} {:>8} {:>8} {:>8} {:>7} {:>7} {:>7}\n", "d_model",
+             "ms/step", "nodes", "GFLOP", "step", "linear", "matmul", "%linear", "%matmul",
+             "%fixed");
+  fmt::print("  {:>7} {:>8} {:>6} {:>7} {:>8} {:>8} {:>8}\n", "", "", "", "", "GFLOP/s", "GFLOP/s",
+             "GFLOP/s");
+  std::vector<float> ds, step_rate, linear_rate, matmul_rate, bench_line;
+  std::vector<float> linear_share, matmul_share, other_share, fixed_share;
+  for (const StepProfile& p : profiles) {
+    const double linear_s = op_seconds(p, "linear"), matmul_s = op_seconds(p, "matmul");
+    const double fixed = static_cast<double>(p.nodes) * per_op / p.profiled_seconds;
+    ds.push_back(static_cast<float>(p.size.d_model));
+    step_rate.push_back(static_cast<float>(p.gemm_flops.total() / p.profiled_seconds * 1e-9));
+    linear_rate.push_back(static_cast<float>(p.gemm_flops.linear / linear_s * 1e-9));
+    matmul_rate.push_back(static_cast<float>(p.gemm_flops.attention / matmul_s * 1e-9));
+    bench_line.push_back(static_cast<float>(gemm_gflops_large));
+    linear_share.push_back(static_cast<float>(100 * linear_s / p.profiled_seconds));
+    matmul_share.push_back(static_cast<float>(100 * matmul_s / p.profiled_seconds));
+    other_share.push_back(100.0f - linear_share.back() - matmul_share.back());
+    fixed_share.push_back(static_cast<float>(100 * fixed));
+    fmt::print(
+        "  {:>7} {:>8.2f} {:>6} {:>7.3f} {:>8.1f} {:>8.1f} {:>8.1f} {:>6.0f}% {:>6.0f}% "
+        "{:>6.1f}%\n",
+        p.size.d_model, p.profiled_seconds * 1e3, p.nodes, p.gemm_flops.total() * 1e-9,
+        step_rate.back(), linear_rate.back(), matmul_rate.back(), linear_share.back(),
+        matmul_share.back(), fixed_share.back());
+  }
+  const size_t small = 1, big = bigger_model(profiles);
+  check(step_rate[small] < 0.5 * gemm_gflops_large,
+        fmt::format("a d_model 64 training step computes at {:.1f} GFLOP/s, under half of one "
+                    "large GEMM's {:.1f}",
+                    step_rate[small], gemm_gflops_large));
+  check(head < 0.25 * gemm_gflops_large && matmul_rate[small] < 0.25 * gemm_gflops_large,
+        fmt::format("attention's products are tiny and slow: one head's Q K^T runs at {:.0f}% of "
+                    "the large GEMM's rate, the step's matmul ops at {:.0f}%",
+                    100 * head / gemm_gflops_large, 100 * matmul_rate[small] / gemm_gflops_large));
+  const double fixed_max = *std::max_element(fixed_share.begin(), fixed_share.end());
+  check(fixed_max < 10.0,
+        fmt::format("the tape's own bookkeeping (nodes x fixed cost per op) is under 10% of a "
+                    "step at every size (at most {:.1f}%)",
+                    fixed_max));
+  // Shares are measured within the same steps, so a busy machine, which slows every op,
+  // moves them much less than it moves the rates.
+  const float margin = profiles[big].size.d_model >= 256 ? 10.0f : 0.0f;  // quick: d 128
+  check(linear_share[big] > linear_share[small] + margin,
+        fmt::format("the large products take a growing share: linear ops are {:.0f}% of a step "
+                    "at d_model 64 and {:.0f}% at {}",
+                    linear_share[small], linear_share[big], profiles[big].size.d_model));
+  check(step_rate[big] > step_rate[small],
+        fmt::format("and the step's GFLOP/s grows with them: {:.1f}x from d_model 64 to {}",
+                    step_rate[big] / step_rate[small], profiles[big].size.d_model));
+
+  viz::write_png(viz::line_plot({{.name = "whole training step", .xs = ds, .ys = step_rate},
+                                 {.name = "linear ops", .xs = ds, .ys = linear_rate},
+                                 {.name = "matmul ops (attention)", .xs = ds, .ys = matmul_rate},
+                                 {.name = fmt::format("one {0} x {0} GEMM", gemm_size),
+                                  .xs = ds,
+                                  .ys = bench_line,
+                                  .colour = viz::Rgb{120, 120, 120}}},
+                                {.title = "GEMM GFLOP/s achieved inside a training step",
+                                 .x_label = "d_model (d_ff = 4 d_model)",
+                                 .y_label = "GFLOP/s",
+                                 .log_y = true,
+                                 .width = 760,
+                                 .height = 460}),
+                 out_dir + kDir + "step_gflops.png");
+  viz::write_png(viz::line_plot({{.name = "linear", .xs = ds, .ys = linear_share},
+                                 {.name = "matmul", .xs = ds, .ys = matmul_share},
+                                 {.name = "the rest", .xs = ds, .ys = other_share},
+                                 {.name = "tape bookkeeping", .xs = ds, .ys = fixed_share}},
+                                {.title = "Where the time of a training step goes",
+                                 .x_label = "d_model",
+                                 .y_label = "% of step time",
+                                 .log_y = false,
+                                 .width = 760,
+                                 .height = 460}),
+                 out_dir + kDir + "time_shares.png");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"Lesson 11: making it fast"};
+  bool quick = false;
+  uint64_t seed = 11;
+  std::string out_dir = "out";
+  int threads = 2;
+  app.add_flag("--quick", quick, "a smaller run in a few seconds (the tests use it)");
+  app.add_option("--seed", seed, "seed for the matrices, weights and data")->capture_default_str();
+  app.add_option("--out", out_dir, "pictures go to <out>/11_making_it_fast/")
+      ->capture_default_str();
+  app.add_option("--threads", threads, "threads for the library kernels and the models")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  Checks check;
+  try {
+    const auto start = Clock::now();
+    omp_set_num_threads(threads);
+    const Peak peak = measure_peak(quick, threads, check);
+    const GemmResults gemm = from_loop_to_kernel(quick, seed, peak, threads, out_dir, check);
+    subnormals(quick, seed, check);
+    // An OpenMP region ends when its slowest thread does: when another program holds a core,
+    // every region waits for a thread that has lost its core, and a training step has
+    // hundreds of regions. Then the models run on one thread, which a busy machine only slows.
+    const int model_threads = peak.cores_free ? threads : 1;
+    if (model_threads != threads)
+      fmt::print("\n  (the other cores were busy: sections 3 and 4 run the models on 1 thread)\n");
+    omp_set_num_threads(model_threads);
+    kernels::set_gemm_backend(kernels::GemmBackend::Blocked);
+    const std::vector<StepProfile> profiles = where_the_time_goes(quick, seed, out_dir, check);
+    // The large GEMM's rate: the blocked kernel at the comparison size, the better of one
+    // thread and all (a busy machine can make either the slower).
+    const double large_gemm =
+        std::max(gemm.at_size.at(gemm.order[4]), gemm.at_size.at(gemm.order[5]));
+    overhead_bound(seed, profiles, large_gemm, gemm.size, out_dir, check);
+    fmt::print("\n  total time {:.1f} s\n", seconds_since(start));
+  } catch (const std::exception& e) {
+    fmt::print("\nlesson 11: stopped by an exception: {}\n", e.what());
+    return 1;
+  }
+  const int total = check.passed + check.failed;
+  if (check.failed > 0) {
+    fmt::print("\nlesson 11: {} of {} checks FAILED\n", check.failed, total);
+    return 1;
+  }
+  fmt::print("\nlesson 11: all {} checks passed\n", total);
+  return 0;
+}
