@@ -275,7 +275,7 @@ int32_t IndexTensor::at(std::initializer_list<int64_t> index) const {
                                    shape_[d], d, shape_));
     offset = offset * shape_[d++] + i;
   }
-  return data_[static_cast<size_t>(offset)];
+  return data_[offset];
 }
 
 }  // namespace gf

@@ -577,9 +577,19 @@ bool flag(const Json& doc, const char* name) {
 }  // namespace
 
 std::unique_ptr<Tokenizer> tokenizer_from_json(std::string_view json) {
+  // A valid document nests three deep (the object, "merges", one merge). Anything deeper is
+  // refused while parsing: the error messages below print values with dump(), which recurses
+  // once per level and would overflow the stack on a document of a million "[".
+  static constexpr int kMaxDepth = 3;
+  const auto limit_depth = [](int depth, nlohmann::json::parse_event_t event, Json&) {
+    using Event = nlohmann::json::parse_event_t;
+    if ((event == Event::object_start || event == Event::array_start) && depth >= kMaxDepth)
+      json_error(fmt::format("nested deeper than {} levels", kMaxDepth));
+    return true;
+  };
   Json doc;
   try {
-    doc = Json::parse(json);
+    doc = Json::parse(json, limit_depth);
   } catch (const nlohmann::json::exception& e) {
     json_error(fmt::format("not valid JSON ({})", e.what()));
   }

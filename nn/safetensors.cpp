@@ -44,6 +44,8 @@ constexpr uint64_t kLengthBytes = 8;               // the header length field
 constexpr uint64_t kHeaderAlignment = 8;           // header padded so the data is aligned
 constexpr uint64_t kMaxHeaderBytes = 100'000'000;  // the reference reader's limit
 constexpr uint64_t kMaxInt64 = std::numeric_limits<int64_t>::max();
+constexpr int kMaxHeaderDepth = 3;         // the header, a tensor's entry, its shape
+constexpr uint64_t kMaxArrayItems = 1024;  // far above any shape's rank or data_offsets' 2
 
 std::string reason(int err) {
   return std::generic_category().message(err);
@@ -216,20 +218,38 @@ std::optional<uint64_t> non_negative_int(const Json& value) {
 
 // Parses the header, refusing a key that appears twice in one object: nlohmann would keep
 // only one of them silently, and a file that says two things about a tensor is corrupt.
+// Also refused while parsing, before the tree is built: containers nested deeper than a valid
+// header's three levels (the header, an entry, its shape), which would overflow the stack in
+// the recursive dump() that error messages use, and arrays longer than any shape, which
+// would let a 100 MB header of "0," grow into a tree of gigabytes.
 Json parse_header(const std::string& path, const std::string& text) {
-  std::vector<std::set<std::string>> keys;  // the keys seen so far, per open object
+  struct Open {
+    bool is_array = false;
+    uint64_t items = 0;          // values so far, counted for arrays
+    std::set<std::string> keys;  // keys so far, for objects
+  };
+  std::vector<Open> open;
   std::optional<std::string> duplicate;
-  const auto check_keys = [&](int /*depth*/, nlohmann::json::parse_event_t event, Json& parsed) {
+  const auto check = [&](int depth, nlohmann::json::parse_event_t event, Json& parsed) {
     using Event = nlohmann::json::parse_event_t;
-    if (event == Event::object_start) keys.emplace_back();
-    if (event == Event::object_end) keys.pop_back();
-    if (event == Event::key && !keys.back().insert(parsed.get<std::string>()).second && !duplicate)
+    const bool starts = event == Event::object_start || event == Event::array_start;
+    if (starts && depth >= kMaxHeaderDepth)
+      throw format_error(path,
+                         fmt::format("the header nests deeper than {} levels", kMaxHeaderDepth));
+    if ((starts || event == Event::value) && !open.empty() && open.back().is_array &&
+        ++open.back().items > kMaxArrayItems)
+      throw format_error(
+          path, fmt::format("the header has an array of more than {} items", kMaxArrayItems));
+    if (starts) open.push_back({.is_array = event == Event::array_start, .items = 0, .keys = {}});
+    if (event == Event::object_end || event == Event::array_end) open.pop_back();
+    if (event == Event::key && !open.back().keys.insert(parsed.get<std::string>()).second &&
+        !duplicate)
       duplicate = parsed.get<std::string>();
     return true;  // keep every value
   };
   Json header;
   try {
-    header = Json::parse(text, check_keys);
+    header = Json::parse(text, check);
   } catch (const nlohmann::json::exception& e) {
     throw format_error(path, fmt::format("the header is not valid JSON ({})", e.what()));
   }

@@ -12,6 +12,8 @@ packages=(
   nlohmann-json3-dev          # checkpoint headers
   libopenblas-dev             # the optional BLAS backend for GEMM
   clang-format                # the formatting check
+  clang libclang-rt-14-dev    # fuzzing: clang++ and libFuzzer (libclang_rt.fuzzer)
+  libomp-dev                  # OpenMP for clang++
 )
 
 missing=()
