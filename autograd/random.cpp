@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 #include <stdexcept>
@@ -64,6 +65,18 @@ int64_t Rng::below(int64_t n) {
 
 bool Rng::bernoulli(float p) {
   return uniform() < p;
+}
+
+Rng::State Rng::state() const {
+  return {state_[0], state_[1], state_[2], state_[3]};
+}
+
+// xoshiro's all-zero state is a fixed point (it would only ever return 0), and no seed leads
+// to it, so a zero state can only come from a damaged file.
+void Rng::set_state(const State& state) {
+  if (state == State{})
+    throw std::invalid_argument("Rng::set_state: the all-zero state is not a valid state");
+  std::copy(state.begin(), state.end(), state_);
 }
 
 }  // namespace gf

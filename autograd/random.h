@@ -6,6 +6,7 @@
 // whose outputs differ between standard libraries.
 #pragma once
 
+#include <array>
 #include <cstdint>
 
 namespace gf {
@@ -20,6 +21,12 @@ class Rng {
   float normal();                        // mean 0, standard deviation 1 (Box-Muller)
   int64_t below(int64_t n);              // uniform integer in [0, n), unbiased; n > 0
   bool bernoulli(float p);               // true with probability p
+
+  // The engine's whole state: a stream saved with state() and put back with set_state()
+  // continues with exactly the numbers it would have drawn (training resumes this way).
+  using State = std::array<uint64_t, 4>;
+  State state() const;
+  void set_state(const State& state);  // throws std::invalid_argument for the all-zero state
 
  private:
   uint64_t state_[4];

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 
 #include "models/transformer.h"
@@ -28,7 +29,8 @@ struct TrainOptions {
                              .decoder_layers = 2,
                              .max_len = 128,
                              .dropout = 0.0f};
-  std::string init;  // start from this checkpoint (its configuration wins)
+  std::string init;    // start from this checkpoint (its configuration wins)
+  std::string resume;  // continue the run saved in this checkpoint and its training state
   std::string optimizer = "adam";
   std::string schedule = "noam";
   float lr = 0.0f;       // the noam factor or the constant rate; 0: 0.5 for noam, 1e-3 constant
@@ -42,7 +44,11 @@ struct TrainOptions {
   uint64_t seed = 1;
   int threads = 0;  // 0: OpenMP's default
   std::string save = "out/model.safetensors";
+  int64_t save_every = 0;       // also save every N steps; 0: at the end (and when stopped) only
+  std::string log_losses;       // write "step<TAB>loss" lines here, every step of the run
+  std::set<std::string> given;  // the flags given on the command line, without dashes
 };
+// Returns 0, or 128 + the signal number when SIGINT or SIGTERM stopped the run (after saving).
 int run_train(const TrainOptions& options);
 
 struct ScoreOptions {

@@ -88,7 +88,9 @@ int main(int argc, char** argv) {
   t->add_option("--clip", train.clip, "Clip the gradient norm to this (0: no clipping)")
       ->capture_default_str();
   t->add_option("--batch", train.batch, "Sequences per step")->capture_default_str();
-  t->add_option("--steps", train.steps, "Training steps")->capture_default_str();
+  t->add_option("--steps", train.steps,
+                "Training steps (with --resume: the total to reach, counting the saved ones)")
+      ->capture_default_str();
   t->add_option("--eval-every", train.eval_every,
                 "Check exact copies every N steps (0: at the end)")
       ->capture_default_str();
@@ -99,8 +101,23 @@ int main(int argc, char** argv) {
   t->add_option("--seed", train.seed, "Random seed: the same seed gives the same run")
       ->capture_default_str();
   t->add_option("--threads", train.threads, "Threads (0: all cores)")->capture_default_str();
-  t->add_option("--save", train.save, "Checkpoint to write (curves are written beside it)")
+  t->add_option("--save", train.save,
+                "Checkpoint to write; beside it go the training state (NAME.train-state."
+                "safetensors, for --resume) and the curves (default with --resume: the "
+                "checkpoint resumed)")
       ->capture_default_str();
+  t->add_option("--resume", train.resume,
+                "Continue the run saved in this checkpoint and its training state, exactly as "
+                "if it had not stopped; --steps is then the total step to reach. Data, "
+                "optimizer and schedule flags are taken from the saved run. Ctrl-C (SIGINT) or "
+                "SIGTERM stops a run after its current step, saved, with exit status 130 or 143")
+      ->check(CLI::ExistingFile);
+  t->add_option("--save-every", train.save_every,
+                "Also save every N steps, so that a crash loses at most N (0: only at the end, "
+                "on Ctrl-C or SIGTERM, and when a loss or gradient is not finite)")
+      ->capture_default_str();
+  t->add_option("--log-losses", train.log_losses,
+                "Write every step's loss to FILE, lines STEP<TAB>LOSS (exact float text)");
 
   ScoreOptions score;
   CLI::App* s = app.add_subcommand("score", "Negative log-likelihood (nats) of each target");
@@ -200,7 +217,12 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   try {
-    if (t->parsed()) return run_train(train);
+    if (t->parsed()) {
+      for (const CLI::Option* option : t->get_options())
+        if (option->count() > 0 && !option->get_lnames().empty())
+          train.given.insert(option->get_lnames().front());
+      return run_train(train);
+    }
     if (s->parsed()) return run_score(score);
     if (d->parsed()) return run_decode(decode);
     if (a->parsed()) return run_attention(attention);

@@ -3,19 +3,29 @@
 // or the generated toy language) through a tokenizer learned from them; then a check by
 // greedy decoding (exact copies, or BLEU for text), the checkpoint (with the tokenizer, for
 // text), and pictures of the loss and learning rate.
+//
+// A run keeps its work: beside the checkpoint goes the training state (cli/train_state.h), from
+// which --resume continues exactly; Ctrl-C or SIGTERM stops after the current step and saves;
+// and a loss or gradient that is not finite stops the run before the update it would spoil,
+// saving the weights it had.
 #include <fmt/format.h>
 #include <omp.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <csignal>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <stdexcept>
 
+#include "autograd/errors.h"
 #include "autograd/graph.h"
 #include "autograd/ops.h"
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/train_state.h"
 #include "cli/translation.h"
 #include "data/batch.h"
 #include "data/pairs_file.h"
@@ -23,6 +33,7 @@
 #include "data/tasks.h"
 #include "data/toy_language.h"
 #include "models/decode.h"
+#include "nn/checkpoint.h"
 #include "nn/optim.h"
 #include "viz/line_plot.h"
 
@@ -111,7 +122,11 @@ class BatchSource {
  public:
   BatchSource(const TrainOptions& o, const TransformerConfig& config, uint64_t seed,
               std::vector<data::Pair> text_pairs = {})
-      : rng_(seed), eval_rng_(rng_.next_u64()), batch_(o.batch), batch_tokens_(o.batch_tokens) {
+      : rng_(seed),
+        eval_rng_(rng_.next_u64()),
+        epoch_start_(rng_.state()),
+        batch_(o.batch),
+        batch_tokens_(o.batch_tokens) {
     if (is_text_task(o)) {
       text_ = std::move(text_pairs);
     } else if (!o.pairs.empty()) {
@@ -129,6 +144,7 @@ class BatchSource {
   data::Batch next() {
     if (!text_.empty()) {
       if (next_slice_ == epoch_.size()) {
+        epoch_start_ = rng_.state();
         epoch_ = data::batches_by_length(text_, batch_tokens_, rng_);
         next_slice_ = 0;
       }
@@ -143,6 +159,32 @@ class BatchSource {
     return data::generate(task_, count, task_config_, eval_rng_);
   }
   const std::vector<data::Pair>& file_pairs() const { return file_->pairs; }
+
+  // Where the batches stand, and a return there. An epoch of text is not stored: it is drawn
+  // again from the stream as it was before the epoch, which gives the same batches.
+  BatchPosition position() const {
+    return {.batches = rng_.state(),
+            .eval = eval_rng_.state(),
+            .epoch_start = epoch_start_,
+            .next = static_cast<int64_t>(next_slice_),
+            .in_epoch = !epoch_.empty()};
+  }
+  void restore(const BatchPosition& p, const std::string& path) {
+    eval_rng_.set_state(p.eval);
+    epoch_start_ = p.epoch_start;
+    next_slice_ = static_cast<size_t>(p.next);
+    if (text_.empty() || !p.in_epoch) {
+      rng_.set_state(p.batches);
+      return;
+    }
+    rng_.set_state(p.epoch_start);
+    epoch_ = data::batches_by_length(text_, batch_tokens_, rng_);
+    if (rng_.state() != p.batches || p.next < 0 || next_slice_ > epoch_.size())
+      throw FormatError(fmt::format(
+          "training state: {}: the training pairs differ from those of the run being resumed",
+          path));
+  }
+
   int64_t longest() const {
     if (generated()) return task_config_.max_len + 2;
     size_t longest = 0;
@@ -152,8 +194,9 @@ class BatchSource {
   }
 
  private:
-  Rng rng_;       // training batches
-  Rng eval_rng_;  // evaluation sequences: drawing them must not change the training data
+  Rng rng_;                 // training batches
+  Rng eval_rng_;            // evaluation sequences: drawing them must not change the training data
+  Rng::State epoch_start_;  // text: rng_ before the current epoch was drawn
   int64_t batch_, batch_tokens_;
   data::Task task_ = data::Task::Copy;
   data::TaskConfig task_config_;
@@ -163,6 +206,148 @@ class BatchSource {
   std::vector<std::vector<data::Pair>> epoch_;
   size_t next_slice_ = 0;
 };
+
+// Adam or SGD behind one face, with their buffers named after the parameters for the
+// training state ("adam.m.encoder.layers.0.ffn.linear1.weight").
+class Optimizer {
+ public:
+  Optimizer(const TrainOptions& o, nn::NamedTensors parameters, float lr)
+      : parameters_(std::move(parameters)) {
+    std::vector<Tensor> tensors;
+    for (const auto& [name, p] : parameters_) tensors.push_back(p);
+    if (o.optimizer == "adam")
+      adam_.emplace(tensors, nn::AdamConfig{.lr = lr});
+    else
+      sgd_.emplace(tensors, nn::SgdConfig{.lr = lr});
+  }
+  void step(float lr) {
+    if (adam_) {
+      adam_->set_lr(lr);
+      adam_->step();
+    } else {
+      sgd_->set_lr(lr);
+      sgd_->step();
+    }
+  }
+  int64_t steps() const { return adam_ ? adam_->steps() : 0; }
+  nn::NamedTensors buffers() const {
+    nn::NamedTensors named;
+    if (adam_) {
+      add(named, "adam.m.", adam_->first_moments());
+      add(named, "adam.v.", adam_->second_moments());
+    } else {
+      add(named, "sgd.velocity.", sgd_->velocities());
+    }
+    return named;
+  }
+  void restore(const TrainState& state, const std::string& path) {
+    if (state.optimizer.size() != (adam_ ? 2 : 1) * parameters_.size())
+      throw FormatError(fmt::format(
+          "training state: {}: holds {} optimizer buffers; {} for this model needs {}", path,
+          state.optimizer.size(), adam_ ? "Adam" : "SGD", (adam_ ? 2 : 1) * parameters_.size()));
+    if (adam_)
+      adam_->restore(state.optimizer_step, find(state, "adam.m.", path),
+                     find(state, "adam.v.", path));
+    else
+      sgd_->restore(find(state, "sgd.velocity.", path));
+  }
+
+ private:
+  void add(nn::NamedTensors& named, const std::string& prefix,
+           const std::vector<Tensor>& buffers) const {
+    for (size_t i = 0; i < buffers.size(); ++i)
+      named.emplace_back(prefix + parameters_[i].first, buffers[i]);
+  }
+  std::vector<Tensor> find(const TrainState& state, const std::string& prefix,
+                           const std::string& path) const {
+    std::vector<Tensor> found;
+    for (const auto& [name, parameter] : parameters_) {
+      const auto it = std::find_if(state.optimizer.begin(), state.optimizer.end(),
+                                   [&](const auto& saved) { return saved.first == prefix + name; });
+      if (it == state.optimizer.end())
+        throw FormatError(fmt::format(
+            "training state: {}: tensor \"{}{}\" is missing (the state is of another model or "
+            "optimizer)",
+            path, prefix, name));
+      if (!(it->second.shape() == parameter.shape()))
+        throw FormatError(
+            fmt::format("training state: {}: tensor \"{}\" has shape {} but the parameter has {}",
+                        path, it->first, it->second.shape(), parameter.shape()));
+      found.push_back(it->second);
+    }
+    return found;
+  }
+
+  nn::NamedTensors parameters_;
+  std::optional<nn::Adam> adam_;
+  std::optional<nn::Sgd> sgd_;
+};
+
+// SIGINT (Ctrl-C) and SIGTERM ask training to stop after the current step, which then saves
+// and exits. The handler only records the signal: saving is not async-signal-safe. A second
+// signal while the first is pending stops the program at once, in the default way.
+volatile std::sig_atomic_t stop_signal = 0;
+
+extern "C" void request_stop(int signal_number) {
+  if (stop_signal != 0) {
+    std::signal(signal_number, SIG_DFL);
+    std::raise(signal_number);
+  }
+  stop_signal = signal_number;
+}
+
+class StopOnSignals {
+ public:
+  StopOnSignals() {
+    stop_signal = 0;
+    struct sigaction action = {};
+    action.sa_handler = request_stop;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, &previous_int_);
+    sigaction(SIGTERM, &action, &previous_term_);
+  }
+  ~StopOnSignals() {
+    sigaction(SIGINT, &previous_int_, nullptr);
+    sigaction(SIGTERM, &previous_term_, nullptr);
+  }
+  StopOnSignals(const StopOnSignals&) = delete;
+  StopOnSignals& operator=(const StopOnSignals&) = delete;
+  int pending() const { return stop_signal; }
+
+ private:
+  struct sigaction previous_int_ = {};
+  struct sigaction previous_term_ = {};
+};
+
+// Lines "step<TAB>loss", the loss in the shortest text that reads back to the same float, so
+// that two runs' logs are equal exactly when their losses are equal bit for bit.
+void write_loss_log(const std::string& path, const std::vector<float>& losses) {
+  std::ofstream out(path);
+  for (size_t i = 0; i < losses.size(); ++i) out << fmt::format("{}\t{}\n", i + 1, losses[i]);
+  if (!out) throw std::runtime_error(fmt::format("--log-losses: cannot write {}", path));
+}
+
+// --resume: reads the training state beside the checkpoint and takes its options.
+TrainState read_resume(TrainOptions& o) {
+  if (!o.init.empty())
+    throw std::invalid_argument(
+        "--resume continues a run and --init starts a new one from a model: give one of them");
+  const std::string path = train_state_path(o.resume);
+  if (!std::filesystem::exists(path))
+    throw std::invalid_argument(fmt::format(
+        "--resume {}: there is no training state {} beside it, so the run cannot continue "
+        "exactly (--init {} starts a new run from its weights)",
+        o.resume, path, o.resume));
+  TrainState state = load_train_state(path);
+  apply_kept_options(state.options, o, path);
+  if (!o.given.contains("save")) o.save = o.resume;
+  if (o.steps <= state.step)
+    throw std::invalid_argument(fmt::format(
+        "--resume {}: the run has done {} steps already; --steps is the total to reach, so give "
+        "more than {}",
+        o.resume, state.step, state.step));
+  return state;
+}
 
 void validate(const TrainOptions& o) {
   auto require = [](bool ok, const std::string& message) {
@@ -182,6 +367,8 @@ void validate(const TrainOptions& o) {
           fmt::format("--schedule must be noam or constant, got \"{}\"", o.schedule));
   require(o.threads >= 0, fmt::format("--threads must not be negative, got {}", o.threads));
   require(o.eval_count > 0, fmt::format("--eval-count must be positive, got {}", o.eval_count));
+  require(o.save_every >= 0,
+          fmt::format("--save-every must not be negative, got {}", o.save_every));
   require(o.batch_tokens > 0,
           fmt::format("--batch-tokens must be positive, got {}", o.batch_tokens));
   require(o.vocab_size >= 0,
@@ -196,7 +383,10 @@ void validate(const TrainOptions& o) {
 
 }  // namespace
 
-int run_train(const TrainOptions& o) {
+int run_train(const TrainOptions& options) {
+  TrainOptions o = options;
+  std::optional<TrainState> resumed;
+  if (!o.resume.empty()) resumed = read_resume(o);
   validate(o);
   if (o.threads > 0) omp_set_num_threads(o.threads);
   Rng rng(o.seed);
@@ -207,9 +397,10 @@ int run_train(const TrainOptions& o) {
   TextPairs pairs;
   if (text) pairs = read_text_pairs(o, o.seed);
   std::unique_ptr<data::Tokenizer> tokenizer;
-  double tokenizer_seconds = -1.0;  // how long learning it took; -1: it came with --init
+  double tokenizer_seconds = -1.0;  // how long learning it took; -1: it came with the checkpoint
   std::unique_ptr<Transformer> model;
-  if (o.init.empty()) {
+  const std::string& start_from = resumed ? o.resume : o.init;
+  if (start_from.empty()) {
     TransformerConfig config = o.model;
     if (text) {
       const auto learning = std::chrono::steady_clock::now();
@@ -223,18 +414,23 @@ int run_train(const TrainOptions& o) {
     model = std::make_unique<Transformer>(config, rng);
   } else {
     // The file fixes the architecture (and, for text, the tokenizer), but dropout is a
-    // training choice it does not store: --dropout still applies, with masks drawn from --seed.
+    // training choice it does not store: --dropout still applies, with masks drawn from --seed
+    // (or, resuming, from where the saved run left its mask streams).
     if (text) {
-      Translator translator = load_translator(o.init, o.model.dropout, rng.next_u64());
+      Translator translator = load_translator(start_from, o.model.dropout, rng.next_u64());
       model = std::move(translator.model);
       tokenizer = std::move(translator.tokenizer);
     } else {
-      model = load_model(o.init, o.model.dropout, rng.next_u64());
+      model = load_model(start_from, o.model.dropout, rng.next_u64());
     }
-    fmt::print(stderr,
-               "starting from {} (its configuration replaces the model flags except "
-               "--dropout)\n",
-               o.init);
+    if (resumed)
+      fmt::print(stderr, "resuming {} at step {} of {} (its model and training settings)\n",
+                 o.resume, resumed->step, o.steps);
+    else
+      fmt::print(stderr,
+                 "starting from {} (its configuration replaces the model flags except "
+                 "--dropout)\n",
+                 o.init);
   }
   const TransformerConfig& config = model->config;
   std::vector<data::Pair> text_ids;
@@ -252,7 +448,7 @@ int run_train(const TrainOptions& o) {
                pairs.train.pairs.size(),
                pairs.dev.pairs.empty() ? "" : fmt::format(", {} dev pairs", pairs.dev.pairs.size()),
                tokenizer->kind(), tokenizer->size(),
-               tokenizer_seconds < 0 ? std::string(" (from --init)")
+               tokenizer_seconds < 0 ? fmt::format(" (from {})", start_from)
                                      : fmt::format(" (learned in {:.2f}s)", tokenizer_seconds));
   }
   BatchSource source(o, config, rng.next_u64(), std::move(text_ids));
@@ -277,21 +473,63 @@ int run_train(const TrainOptions& o) {
       model->parameter_count(), config.d_model, config.d_ff, config.heads, config.encoder_layers,
       config.decoder_layers, config.vocab_size, config.tied ? ", tied" : "");
 
-  const std::vector<Tensor> parameters = model->parameters();
+  const nn::NamedTensors parameters = model->named_parameters();
+  std::vector<Tensor> parameter_tensors;
+  for (const auto& [name, p] : parameters) parameter_tensors.push_back(p);
   // --lr 0 (the default) picks the schedule's own: a factor of 0.5 for noam (1.0 missed a few
   // sequences on some seeds), 1e-3 for a constant rate.
   const float base_lr = o.lr > 0.0f ? o.lr : (o.schedule == "noam" ? 0.5f : 1e-3f);
-  std::optional<nn::Adam> adam;
-  std::optional<nn::Sgd> sgd;
-  if (o.optimizer == "adam")
-    adam.emplace(parameters, nn::AdamConfig{.lr = base_lr});
-  else
-    sgd.emplace(parameters, nn::SgdConfig{.lr = base_lr});
+  Optimizer optimizer(o, parameters, base_lr);
   auto learning_rate = [&](int64_t step) {
     return o.schedule == "noam" ? nn::noam_lr(step, config.d_model, o.warmup, base_lr) : base_lr;
   };
 
   std::vector<float> losses, rates;
+  int64_t first_step = 1;
+  if (resumed) {
+    const std::string resumed_state = train_state_path(o.resume);
+    if (weights_digest(*model) != resumed->weights)
+      fmt::print(stderr,
+                 "note: {} holds other weights than its training state (a save stopped between "
+                 "the two files?); the run continues from the state's weights, of step {}\n",
+                 o.resume, resumed->step);
+    nn::load_checkpoint({.tensors = resumed->model, .metadata = {}}, resumed_state, *model);
+    if (weights_digest(*model) != resumed->weights)
+      throw FormatError(
+          fmt::format("training state: {}: its weights do not match their digest", resumed_state));
+    optimizer.restore(*resumed, resumed_state);
+    restore_dropout_states(*model, resumed->dropout, resumed_state);
+    source.restore(resumed->batches, resumed_state);
+    losses = resumed->losses;
+    rates = resumed->rates;
+    first_step = resumed->step + 1;
+  }
+
+  // Saves the checkpoint and, beside it, the training state of a run that has done `done`
+  // steps and whose batches and dropout masks continue from `position` and `dropout`.
+  const nn::Metadata kept = kept_options(o);
+  const std::string state_path = train_state_path(o.save);
+  auto save_run = [&](int64_t done, const BatchPosition& position,
+                      const std::vector<std::pair<std::string, Rng::State>>& dropout) {
+    save_model(o.save, *model, tokenizer.get());
+    save_train_state(state_path, {.step = done,
+                                  .batches = position,
+                                  .dropout = dropout,
+                                  .optimizer_step = optimizer.steps(),
+                                  .model = parameters,
+                                  .optimizer = optimizer.buffers(),
+                                  .losses = losses,
+                                  .rates = rates,
+                                  .weights = weights_digest(*model),
+                                  .options = kept});
+    if (!o.log_losses.empty()) write_loss_log(o.log_losses, losses);
+  };
+  auto save_now = [&](int64_t done) {
+    save_run(done, source.position(), dropout_states(*model));
+  };
+
+  for (const std::string& path : {o.save, state_path}) remove_stale_temporaries(path);
+  const StopOnSignals stop;
   Progress progress(o.steps);
   int64_t tokens = 0, sequences = 0;
   const auto start = std::chrono::steady_clock::now();
@@ -300,7 +538,10 @@ int run_train(const TrainOptions& o) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() -
            checking;
   };
-  for (int64_t step = 1; step <= o.steps; ++step) {
+  for (int64_t step = first_step; step <= o.steps; ++step) {
+    // Where this step starts from: a step that goes bad is saved as not taken.
+    const BatchPosition position = source.position();
+    const auto dropout = dropout_states(*model);
     const data::Batch batch = source.next();
     const Tensor logits = model->forward(batch.src, batch.tgt_in);
     const Tensor loss =
@@ -308,15 +549,29 @@ int run_train(const TrainOptions& o) {
                       {.ignore_index = config.pad_id, .label_smoothing = o.label_smoothing});
     model->zero_grad();
     loss.backward();
-    if (o.clip > 0.0f) nn::clip_grad_norm(parameters, o.clip);
-    const float lr = learning_rate(step);
-    if (o.optimizer == "adam") {
-      adam->set_lr(lr);
-      adam->step();
-    } else {
-      sgd->set_lr(lr);
-      sgd->step();
+    // Checked before the update, so that the weights are still those of the last good step.
+    std::optional<std::string> bad;
+    if (const float value = loss.item(); !std::isfinite(value))
+      bad = fmt::format("the loss is {}", std::isnan(value) ? "nan" : "inf");
+    else
+      bad = nn::find_non_finite_gradient(parameters);
+    if (bad) {
+      progress.note(fmt::format("step {}: {}", step, *bad));
+      save_run(step - 1, position, dropout);
+      throw std::runtime_error(fmt::format(
+          "step {}: {}; training stopped, and {} holds the weights before it (step {}): lower "
+          "--lr, or use --clip",
+          step, *bad, o.save, step - 1));
     }
+    if (o.clip > 0.0f) nn::clip_grad_norm(parameter_tensors, o.clip);
+    const float lr = learning_rate(step);
+    optimizer.step(lr);
+    if (const auto broken = nn::find_non_finite_value(parameters))
+      throw std::runtime_error(fmt::format(
+          "step {}: {} after the update; training stopped without saving these weights{}", step,
+          *broken,
+          std::filesystem::exists(o.save) ? fmt::format(" ({} holds the last ones saved)", o.save)
+                                          : ""));
     losses.push_back(loss.item());
     rates.push_back(lr);
     tokens += batch.target_tokens;
@@ -338,8 +593,22 @@ int run_train(const TrainOptions& o) {
       checking +=
           std::chrono::duration<double>(std::chrono::steady_clock::now() - check_start).count();
     }
+    if (stop.pending() != 0 && step < o.steps) {
+      save_now(step);
+      progress.note(fmt::format(
+          "stopped by {} after step {} of {}: saved {} and its training state {}; continue "
+          "with: transformer train --resume {} --steps {}{}",
+          stop.pending() == SIGINT ? "SIGINT" : "SIGTERM", step, o.steps, o.save, state_path,
+          o.save, o.steps, o.save_every > 0 ? fmt::format(" --save-every {}", o.save_every) : ""));
+      // The shell's convention for a program ended by signal N, so that scripts see the stop.
+      return 128 + stop.pending();
+    }
+    if (o.save_every > 0 && step % o.save_every == 0 && step < o.steps) save_now(step);
   }
   const double seconds = training_seconds();
+  // Saved as it stands before the final check draws its sequences, so that a run continued
+  // from here evaluates exactly as one that had been asked for more steps at the start.
+  const BatchPosition end_position = source.position();
   progress.finish(fmt::format("final loss {:.4f}, {:.0f} target tokens/s, {:.0f} {}/s",
                               losses.back(), static_cast<double>(tokens) / seconds,
                               static_cast<double>(sequences) / seconds,
@@ -360,7 +629,7 @@ int run_train(const TrainOptions& o) {
                source.generated() ? "fresh sequences" : "training pairs");
   }
 
-  save_model(o.save, *model, tokenizer.get());
+  save_run(o.steps, end_position, dropout_states(*model));
   const std::string loss_png = beside(o.save, ".loss.png"), lr_png = beside(o.save, ".lr.png");
   viz::write_png(
       viz::line_plot(
@@ -371,7 +640,8 @@ int run_train(const TrainOptions& o) {
                                 {.title = fmt::format("learning rate ({} schedule)", o.schedule),
                                  .y_label = "learning rate"}),
                  lr_png);
-  fmt::print("saved: {} (checkpoint), {} and {} (curves)\n", o.save, loss_png, lr_png);
+  fmt::print("saved: {} (checkpoint), {} (training state, for --resume), {} and {} (curves)\n",
+             o.save, state_path, loss_png, lr_png);
   return 0;
 }
 

@@ -23,6 +23,20 @@ NamedTensors Module::named_parameters() const {
   return out;
 }
 
+void Module::collect_modules(const std::string& prefix,
+                             std::vector<std::pair<std::string, Module*>>& out) {
+  for (auto& [name, child] : children_) {
+    out.emplace_back(prefix + name, child);
+    child->collect_modules(prefix + name + ".", out);
+  }
+}
+
+std::vector<std::pair<std::string, Module*>> Module::named_modules() {
+  std::vector<std::pair<std::string, Module*>> out;
+  collect_modules("", out);
+  return out;
+}
+
 std::vector<Tensor> Module::parameters() const {
   std::vector<Tensor> out;
   for (auto& [name, tensor] : named_parameters()) out.push_back(tensor);

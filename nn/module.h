@@ -37,6 +37,10 @@ class Module {
   NamedTensors named_parameters() const;
   std::vector<Tensor> parameters() const;
   int64_t parameter_count() const;  // total number of scalars
+  // Every descendant module (not this one), depth first in registration order, named by its
+  // path ("encoder.layers.0.dropout"): how training finds the dropout layers, whose random
+  // streams it saves and restores.
+  std::vector<std::pair<std::string, Module*>> named_modules();
 
   // Training mode (the default) enables dropout; eval() disables it. Applies to all children.
   void train(bool on = true);
@@ -53,6 +57,8 @@ class Module {
 
  private:
   void collect(const std::string& prefix, NamedTensors& out) const;
+  void collect_modules(const std::string& prefix,
+                       std::vector<std::pair<std::string, Module*>>& out);
 
   NamedTensors parameters_;
   std::vector<std::pair<std::string, Module*>> children_;

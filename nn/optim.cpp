@@ -8,6 +8,29 @@
 
 namespace gf::nn {
 
+namespace {
+
+// Saved optimizer buffers must match the parameters one for one, shape for shape.
+void check_buffers(const char* what, const std::vector<Tensor>& parameters,
+                   const std::vector<Tensor>& saved) {
+  if (saved.size() != parameters.size())
+    throw std::invalid_argument(fmt::format("{}: {} saved buffers for {} parameters", what,
+                                            saved.size(), parameters.size()));
+  for (size_t i = 0; i < saved.size(); ++i)
+    if (!saved[i].defined() || !(saved[i].shape() == parameters[i].shape()))
+      throw std::invalid_argument(
+          fmt::format("{}: saved buffer {} has shape {} but its parameter has {}", what, i,
+                      saved[i].defined() ? fmt::format("{}", saved[i].shape()) : "none",
+                      parameters[i].shape()));
+}
+
+void copy_into(const std::vector<Tensor>& from, std::vector<Tensor>& to) {
+  for (size_t i = 0; i < from.size(); ++i)
+    std::copy_n(from[i].data(), from[i].numel(), to[i].data());
+}
+
+}  // namespace
+
 Adam::Adam(std::vector<Tensor> parameters, const AdamConfig& config)
     : parameters_(std::move(parameters)), config_(config) {
   if (!(config.beta1 >= 0.0f && config.beta1 < 1.0f && config.beta2 >= 0.0f &&
@@ -44,6 +67,15 @@ void Adam::step() {
   }
 }
 
+void Adam::restore(int64_t steps, const std::vector<Tensor>& m, const std::vector<Tensor>& v) {
+  if (steps < 0) throw std::invalid_argument(fmt::format("Adam: step count {} is negative", steps));
+  check_buffers("Adam first moments", parameters_, m);
+  check_buffers("Adam second moments", parameters_, v);
+  copy_into(m, m_);
+  copy_into(v, v_);
+  step_ = steps;
+}
+
 void Adam::zero_grad() {
   for (Tensor& p : parameters_) p.zero_grad();
 }
@@ -68,6 +100,11 @@ void Sgd::step() {
   }
 }
 
+void Sgd::restore(const std::vector<Tensor>& velocity) {
+  check_buffers("SGD velocities", parameters_, velocity);
+  copy_into(velocity, velocity_);
+}
+
 void Sgd::zero_grad() {
   for (Tensor& p : parameters_) p.zero_grad();
 }
@@ -90,6 +127,34 @@ float clip_grad_norm(const std::vector<Tensor>& parameters, float max_norm) {
     }
   }
   return norm;
+}
+
+namespace {
+
+// "nan" or "inf" for the first value of t that is not finite, or nothing.
+std::optional<std::string> non_finite(const Tensor& t) {
+  const float* values = t.data();
+  for (int64_t i = 0; i < t.numel(); ++i)
+    if (!std::isfinite(values[i])) return std::isnan(values[i]) ? "nan" : "inf";
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> find_non_finite_gradient(const NamedTensors& parameters) {
+  for (const auto& [name, parameter] : parameters) {
+    const Tensor grad = parameter.grad();
+    if (!grad.defined()) continue;
+    if (const auto what = non_finite(grad))
+      return fmt::format("the gradient of {} has {}", name, *what);
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> find_non_finite_value(const NamedTensors& parameters) {
+  for (const auto& [name, parameter] : parameters)
+    if (const auto what = non_finite(parameter)) return fmt::format("{} has {}", name, *what);
+  return std::nullopt;
 }
 
 float noam_lr(int64_t step, int64_t d_model, int64_t warmup, float factor) {

@@ -9,9 +9,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "autograd/tensor.h"
+#include "nn/module.h"
 
 namespace gf::nn {
 
@@ -30,6 +33,14 @@ class Adam {
   void set_lr(float lr) { config_.lr = lr; }
   float lr() const { return config_.lr; }
   int64_t steps() const { return step_; }
+
+  // What a resumed run needs to continue exactly: the moments, one per parameter in the
+  // constructor's order, and the step count t of the bias corrections.
+  const std::vector<Tensor>& first_moments() const { return m_; }
+  const std::vector<Tensor>& second_moments() const { return v_; }
+  // Copies saved moments in and sets t. Checks the counts and every shape before changing
+  // anything; throws std::invalid_argument naming the first mismatch.
+  void restore(int64_t steps, const std::vector<Tensor>& m, const std::vector<Tensor>& v);
 
  private:
   std::vector<Tensor> parameters_;
@@ -51,6 +62,10 @@ class Sgd {
   void set_lr(float lr) { config_.lr = lr; }
   float lr() const { return config_.lr; }
 
+  // The momentum buffers, one per parameter, and their restoration (checked as Adam's).
+  const std::vector<Tensor>& velocities() const { return velocity_; }
+  void restore(const std::vector<Tensor>& velocity);
+
  private:
   std::vector<Tensor> parameters_;
   std::vector<Tensor> velocity_;
@@ -60,6 +75,14 @@ class Sgd {
 // Scales all gradients together so that their joint L2 norm is at most max_norm (Pascanu et
 // al. 2013). Returns the norm before clipping, which training loops print.
 float clip_grad_norm(const std::vector<Tensor>& parameters, float max_norm);
+
+// What a training loop checks before an update, so that one bad batch cannot spoil the
+// weights: the first parameter whose gradient holds a nan or an inf, as
+// "the gradient of decoder.layers.0.ffn.linear1.weight has inf"; nothing when all are finite.
+// A plain scan, about the cost of one optimizer update.
+std::optional<std::string> find_non_finite_gradient(const NamedTensors& parameters);
+// The same for the parameters' own values ("encoder.norm.weight has nan"), after an update.
+std::optional<std::string> find_non_finite_value(const NamedTensors& parameters);
 
 // The learning rate of §5.3 (eq. 3), with a factor as in common implementations:
 //   lr(step) = factor * d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)
