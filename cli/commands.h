@@ -33,7 +33,7 @@ struct TrainOptions {
   std::string resume;  // continue the run saved in this checkpoint and its training state
   std::string optimizer = "adam";
   std::string schedule = "noam";
-  float lr = 0.0f;       // the noam factor or the constant rate; 0: 0.5 for noam, 1e-3 constant
+  float lr = 0.0f;       // the noam factor or the constant rate; 0: 0.3 for noam, 1e-3 constant
   int64_t warmup = 200;  // noam warm-up steps
   float clip = 0.0f;     // gradient-norm limit; 0: none
   int64_t batch = 64;

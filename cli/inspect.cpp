@@ -56,6 +56,9 @@ int run_decode(const DecodeOptions& o) {
     throw std::invalid_argument(fmt::format("--beam must be positive, got {}", o.beam));
   if (o.max_len < 0)
     throw std::invalid_argument(fmt::format("--max-len must not be negative, got {}", o.max_len));
+  if (o.length_penalty < 0.0f)
+    throw std::invalid_argument(
+        fmt::format("--length-penalty must not be negative, got {}", o.length_penalty));
   auto model = load_model(o.ckpt);
   const data::IdLines lines = data::read_id_lines(std::cin);
   data::check_ids(lines, static_cast<int32_t>(model->config.vocab_size));

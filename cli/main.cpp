@@ -19,6 +19,17 @@
 
 #include "cli/commands.h"
 
+// A seed is any non-negative integer. CLI11 would read "-1" into an unsigned seed as
+// 2^64 - 1 without a word, and its own range check prints the largest double in full.
+const CLI::Validator kSeed(
+    [](std::string& value) {
+      const bool digits = !value.empty() && value.size() <= 20 &&
+                          value.find_first_not_of("0123456789") == std::string::npos;
+      return digits ? std::string()
+                    : "must be a non-negative integer (below 2^64), got \"" + value + "\"";
+    },
+    "SEED");
+
 int main(int argc, char** argv) {
   using namespace gf::cli;
   CLI::App app{"transformer: the encoder-decoder of \"Attention Is All You Need\", for learning."};
@@ -82,7 +93,7 @@ int main(int argc, char** argv) {
   t->add_option("--schedule", train.schedule, "noam (warm-up, §5.3) or constant")
       ->capture_default_str();
   t->add_option("--lr", train.lr,
-                "Factor of the noam schedule (default 0.5), or the constant rate (default 1e-3)");
+                "Factor of the noam schedule (default 0.3), or the constant rate (default 1e-3)");
   t->add_option("--warmup", train.warmup, "Warm-up steps of the noam schedule")
       ->capture_default_str();
   t->add_option("--clip", train.clip, "Clip the gradient norm to this (0: no clipping)")
@@ -99,6 +110,7 @@ int main(int argc, char** argv) {
                 "tasks, the first dev pairs for text)")
       ->capture_default_str();
   t->add_option("--seed", train.seed, "Random seed: the same seed gives the same run")
+      ->check(kSeed)
       ->capture_default_str();
   t->add_option("--threads", train.threads, "Threads (0: all cores)")->capture_default_str();
   t->add_option("--save", train.save,
@@ -188,16 +200,11 @@ int main(int argc, char** argv) {
                 "sentences in test)")
       ->capture_default_str()
       ->check(CLI::IsMember({"random", "compositional", "length"}));
-  g->add_option("--train", generate.train, "Training pairs")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  g->add_option("--dev", generate.dev, "Development pairs")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
-  g->add_option("--test", generate.test, "Test pairs")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+  g->add_option("--train", generate.train, "Training pairs")->capture_default_str();
+  g->add_option("--dev", generate.dev, "Development pairs")->capture_default_str();
+  g->add_option("--test", generate.test, "Test pairs")->capture_default_str();
   g->add_option("--seed", generate.seed, "Random seed: the same seed gives the same files")
+      ->check(kSeed)
       ->capture_default_str();
   g->add_option("--out", generate.out, "Directory to write the files into")->capture_default_str();
 

@@ -58,6 +58,11 @@ int run_translate(const TranslateOptions& o) {
 int run_eval(const EvalOptions& o) {
   check_decoding(o.beam, o.length_penalty);
   Translator translator = load_translator(o.ckpt);
+  // Checked before decoding the whole file, not after.
+  if (o.alignment_layer < 0 || o.alignment_layer > translator.model->config.decoder_layers)
+    throw std::invalid_argument(
+        fmt::format("--alignment-layer {} does not exist: the decoder has layers 1 to {}",
+                    o.alignment_layer, translator.model->config.decoder_layers));
   const data::SentencePairsFile file = data::read_sentence_pairs(o.data);
   const TranslationScores scores =
       score_translations(*translator.model, *translator.tokenizer, file.pairs,
@@ -79,10 +84,6 @@ int run_eval(const EvalOptions& o) {
   }
   if (aligned) {
     const int64_t layers = translator.model->config.decoder_layers;
-    if (o.alignment_layer < 0 || o.alignment_layer > layers)
-      throw std::invalid_argument(
-          fmt::format("--alignment-layer {} does not exist: the decoder has layers 1 to {}",
-                      o.alignment_layer, layers));
     const int64_t layer = o.alignment_layer == 0 ? layers : o.alignment_layer;
     const data::AlignmentScore alignment =
         score_alignment(*translator.model, *translator.tokenizer, file, layer - 1);

@@ -460,7 +460,7 @@ TEST_CASE("generate writes the toy language, and a model trained on its files tr
   const fs::path ckpt = dir / "toy.safetensors";
   const Result t = transformer(
       words("train --task translate --d-model 32 --d-ff 64 --heads 2 --layers 1 --steps 200 "
-            "--warmup 100 --batch-tokens 1500 --threads 2") +
+            "--warmup 100 --lr 0.5 --batch-tokens 1500 --threads 2") +
       Args{"--data", (toy / "train.tsv").string(), "--dev", (toy / "dev.tsv").string(), "--save",
            ckpt.string()});
   INFO(t);
@@ -525,10 +525,89 @@ TEST_CASE("text commands refuse what they cannot read, naming it", "[cli][transl
       {{"train", "--task", "translate", "--data", bad}, bad + ":2: expected SOURCE<TAB>TARGET"},
       {{"train", "--task", "copy", "--data", bad}, "--data is for --task translate"},
       {{"generate", "--split", "lenght"}, "--split: lenght not in"},
-      {{"generate", "--train", "0"}, "--train"},
+      {{"generate", "--train", "0"}, "train is 0 but must be at least 1"},
   };
   for (const Case& c : cases) {
     const Result r = transformer(c.args, c.input);
+    std::string command = "transformer";
+    for (const std::string& arg : c.args) command += " " + arg;
+    INFO(command << "\n" << r);
+    CHECK(r.status != 0);
+    CHECK(r.status < 128);
+    CHECK_THAT(r.err, Contains(c.message));
+    CHECK(r.out.empty());
+  }
+}
+
+TEST_CASE("every flag that makes no sense is refused, saying what is allowed",
+          "[cli][errors][flags]") {
+  TempDir dir;
+  const std::string ids_model = tiny_checkpoint(dir).string();
+  const std::string pairs = (dir / "pairs.tsv").string();
+  write_file(pairs, "the cat sees a dog .\tmiru lo tavi uno ka vido .\t2-0 0-1 4-2 3-3 5-5 6-6\n");
+  const std::string empty = (dir / "empty.tsv").string();
+  write_file(empty, "\n\n");
+  const std::string text_model = (dir / "text.safetensors").string();
+  {
+    const Result r = transformer(
+        words("train --task translate --steps 1 --layers 1 --d-model 16 --d-ff 16 --heads 2") +
+        Args{"--data", pairs, "--save", text_model});
+    INFO(r);
+    REQUIRE(r.status == 0);
+  }
+  struct Case {
+    Args args;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      // The model's shape.
+      {{"train", "--d-model", "0"}, "d_model must be positive, got 0"},
+      {{"train", "--d-ff", "-3"}, "d_ff must be positive, got -3"},
+      {{"train", "--heads", "0"}, "heads (0) must be positive and divide d_model (64)"},
+      {{"train", "--layers", "0"}, "encoder_layers must be positive, got 0"},
+      {{"train", "--max-len", "0"}, "max_len must be in [1, 65536], got 0"},
+      {{"train", "--dropout", "1.5"}, "dropout 1.5 is outside [0, 1)"},
+      {{"train", "--vocab-size", "4"}, "vocab_size is 4 but must be at least 5"},
+      // Training.
+      {{"train", "--lr", "-1"}, "--lr must not be negative, got -1"},
+      {{"train", "--warmup", "0"}, "--warmup must be positive, got 0"},
+      {{"train", "--clip", "-1"}, "--clip must not be negative, got -1"},
+      {{"train", "--batch", "0"}, "--batch must be positive, got 0"},
+      {{"train", "--batch-tokens", "0"}, "--batch-tokens must be positive, got 0"},
+      {{"train", "--eval-every", "-1"}, "--eval-every must not be negative, got -1"},
+      {{"train", "--eval-count", "0"}, "--eval-count must be positive, got 0"},
+      {{"train", "--threads", "-1"}, "--threads must not be negative, got -1"},
+      {{"train", "--save-every", "-1"}, "--save-every must not be negative, got -1"},
+      {{"train", "--optimizer", "adamw"}, "--optimizer must be adam or sgd, got \"adamw\""},
+      {{"train", "--schedule", "cosine"}, "--schedule must be noam or constant, got \"cosine\""},
+      {{"train", "--seed", "-1"}, "must be a non-negative integer (below 2^64), got \"-1\""},
+      {{"train", "--seed", "x"}, "must be a non-negative integer"},
+      // Data.
+      {{"train", "--length", "0"}, "min_len is 0 but must be at least 1"},
+      {{"train", "--min-length", "5", "--length", "3"},
+       "max_len is 3 but must be at least min_len (5)"},
+      {{"train", "--tokenizer", "sentencepiece"},
+       "--tokenizer: sentencepiece not in {bpe,word,char}"},
+      {{"train", "--task", "translate", "--data", empty}, empty + ": no sentence pairs"},
+      {{"train", "--task", "translate", "--max-len", "4", "--data", pairs},
+       pairs + ":1: the pair has"},
+      // Using a model.
+      {{"decode", "--ckpt", ids_model, "--length-penalty", "-1"},
+       "--length-penalty must not be negative, got -1"},
+      {{"translate", "--ckpt", text_model, "--beam", "0"}, "--beam must be positive, got 0"},
+      {{"translate", "--ckpt", text_model, "--length-penalty", "-0.5"},
+       "--length-penalty must not be negative, got -0.5"},
+      {{"eval", "--ckpt", text_model, "--data", pairs, "--alignment-layer", "5"},
+       "--alignment-layer 5 does not exist: the decoder has layers 1 to 1"},
+      {{"eval", "--ckpt", text_model, "--data", empty}, "no sentence pairs"},
+      // Generating data.
+      {{"generate", "--train", "0"}, "toy language: train is 0 but must be at least 1"},
+      {{"generate", "--dev", "-5"}, "toy language: dev is -5 but must be at least 0"},
+      {{"generate", "--test", "-1"}, "toy language: test is -1 but must be at least 0"},
+      {{"generate", "--seed", "-1"}, "must be a non-negative integer"},
+  };
+  for (const Case& c : cases) {
+    const Result r = transformer(c.args);
     std::string command = "transformer";
     for (const std::string& arg : c.args) command += " " + arg;
     INFO(command << "\n" << r);
