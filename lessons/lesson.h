@@ -14,12 +14,23 @@ namespace gf::lessons {
 struct Checks {
   int passed = 0;
   int failed = 0;
+  // Claims about speed hold on an idle machine with an optimised build, not under the
+  // sanitizers or on a machine busy with other work, which is how the tests run --quick. There
+  // a timing claim is printed as "[--]" and not counted.
+  bool timings_checked = true;
+
   void operator()(bool ok, const std::string& claim) {
     fmt::print("  [{}] {}\n", ok ? "ok" : "FAILED", claim);
     if (ok)
       ++passed;
     else
       ++failed;
+  }
+  void timing(bool ok, const std::string& claim) {
+    if (timings_checked)
+      (*this)(ok, claim);
+    else
+      fmt::print("  [--] {} (a timing: not checked with --quick)\n", claim);
   }
 };
 

@@ -131,8 +131,9 @@ Peak measure_peak(bool quick, int threads, Checks& check) {
   fmt::print("  peak, 1 thread:  {:7.1f} GFLOP/s\n", peak.one_thread);
   fmt::print("  peak, {} threads: {:7.1f} GFLOP/s ({:.2f}x one thread)\n", threads,
              peak.all_threads, peak.all_threads / peak.one_thread);
-  check(peak.one_thread > 20.0,
-        fmt::format("one core does more than 20 GFLOP/s of vector FMAs ({:.0f})", peak.one_thread));
+  check.timing(
+      peak.one_thread > 20.0,
+      fmt::format("one core does more than 20 GFLOP/s of vector FMAs ({:.0f})", peak.one_thread));
   // Whether the other cores were free: on a shared machine they may not be, and then a
   // second thread only makes everything wait for it (see main).
   peak.cores_free = threads >= 2 && peak.all_threads > 1.5 * peak.one_thread;
@@ -448,12 +449,13 @@ GemmResults from_loop_to_kernel(bool quick, uint64_t seed, const Peak& peak, int
   const auto& g = results.at_size;
   const std::string blocked1 = all[4].name, blocked_n = all[5].name;
   const double speedup = g.at(blocked1) / g.at("naive i-j-k");
-  check(speedup >= 10.0, fmt::format("at n = {} the blocked kernel on one thread is {:.0f}x the "
-                                     "naive loop (at least 10x)",
-                                     results.size, speedup));
-  check(g.at("loop order i-k-j") > g.at("naive i-j-k"),
-        fmt::format("swapping the loops alone is faster: {:.1f} against {:.1f} GFLOP/s",
-                    g.at("loop order i-k-j"), g.at("naive i-j-k")));
+  check.timing(speedup >= 10.0,
+               fmt::format("at n = {} the blocked kernel on one thread is {:.0f}x the "
+                           "naive loop (at least 10x)",
+                           results.size, speedup));
+  check.timing(g.at("loop order i-k-j") > g.at("naive i-j-k"),
+               fmt::format("swapping the loops alone is faster: {:.1f} against {:.1f} GFLOP/s",
+                           g.at("loop order i-k-j"), g.at("naive i-j-k")));
   fmt::print("  blocked on one thread reaches {:.0f}% of the one-thread peak\n",
              100.0 * g.at(blocked1) / peak.one_thread);
   // Not a check: whether a second thread pays depends on the size and on whether another
@@ -823,29 +825,33 @@ void overhead_bound(uint64_t seed, const std::vector<StepProfile>& profiles,
         matmul_share.back(), fixed_share.back());
   }
   const size_t small = 1, big = bigger_model(profiles);
-  check(step_rate[small] < 0.5 * gemm_gflops_large,
-        fmt::format("a d_model 64 training step computes at {:.1f} GFLOP/s, under half of one "
-                    "large GEMM's {:.1f}",
-                    step_rate[small], gemm_gflops_large));
-  check(head < 0.25 * gemm_gflops_large && matmul_rate[small] < 0.25 * gemm_gflops_large,
-        fmt::format("attention's products are tiny and slow: one head's Q K^T runs at {:.0f}% of "
-                    "the large GEMM's rate, the step's matmul ops at {:.0f}%",
-                    100 * head / gemm_gflops_large, 100 * matmul_rate[small] / gemm_gflops_large));
+  check.timing(
+      step_rate[small] < 0.5 * gemm_gflops_large,
+      fmt::format("a d_model 64 training step computes at {:.1f} GFLOP/s, under half of one "
+                  "large GEMM's {:.1f}",
+                  step_rate[small], gemm_gflops_large));
+  check.timing(
+      head < 0.25 * gemm_gflops_large && matmul_rate[small] < 0.25 * gemm_gflops_large,
+      fmt::format("attention's products are tiny and slow: one head's Q K^T runs at {:.0f}% of "
+                  "the large GEMM's rate, the step's matmul ops at {:.0f}%",
+                  100 * head / gemm_gflops_large, 100 * matmul_rate[small] / gemm_gflops_large));
   const double fixed_max = *std::max_element(fixed_share.begin(), fixed_share.end());
-  check(fixed_max < 10.0,
-        fmt::format("the tape's own bookkeeping (nodes x fixed cost per op) is under 10% of a "
-                    "step at every size (at most {:.1f}%)",
-                    fixed_max));
+  check.timing(
+      fixed_max < 10.0,
+      fmt::format("the tape's own bookkeeping (nodes x fixed cost per op) is under 10% of a "
+                  "step at every size (at most {:.1f}%)",
+                  fixed_max));
   // Shares are measured within the same steps, so a busy machine, which slows every op,
   // moves them much less than it moves the rates.
   const float margin = profiles[big].size.d_model >= 256 ? 10.0f : 0.0f;  // quick: d 128
-  check(linear_share[big] > linear_share[small] + margin,
-        fmt::format("the large products take a growing share: linear ops are {:.0f}% of a step "
-                    "at d_model 64 and {:.0f}% at {}",
-                    linear_share[small], linear_share[big], profiles[big].size.d_model));
-  check(step_rate[big] > step_rate[small],
-        fmt::format("and the step's GFLOP/s grows with them: {:.1f}x from d_model 64 to {}",
-                    step_rate[big] / step_rate[small], profiles[big].size.d_model));
+  check.timing(
+      linear_share[big] > linear_share[small] + margin,
+      fmt::format("the large products take a growing share: linear ops are {:.0f}% of a step "
+                  "at d_model 64 and {:.0f}% at {}",
+                  linear_share[small], linear_share[big], profiles[big].size.d_model));
+  check.timing(step_rate[big] > step_rate[small],
+               fmt::format("and the step's GFLOP/s grows with them: {:.1f}x from d_model 64 to {}",
+                           step_rate[big] / step_rate[small], profiles[big].size.d_model));
 
   viz::write_png(viz::line_plot({{.name = "whole training step", .xs = ds, .ys = step_rate},
                                  {.name = "linear ops", .xs = ds, .ys = linear_rate},
@@ -892,6 +898,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   Checks check;
+  check.timings_checked = !quick;  // the tests run --quick, under the sanitizers too
   try {
     const auto start = Clock::now();
     omp_set_num_threads(threads);
