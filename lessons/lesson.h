@@ -5,8 +5,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <limits>
 #include <string>
+
+#include "autograd/tensor.h"
 
 namespace gf::lessons {
 
@@ -37,6 +43,16 @@ struct Checks {
 // A section heading in the output; its title matches the README heading of the section.
 inline void banner(const char* title) {
   fmt::print("\n== {} ==\n\n", title);
+}
+
+// The largest |a - b| over all elements: how a lesson shows that its hand-written version and
+// the library's agree. Infinity when the shapes differ, so such a check fails loudly.
+inline float max_abs_diff(const Tensor& a, const Tensor& b) {
+  if (!(a.shape() == b.shape())) return std::numeric_limits<float>::infinity();
+  float worst = 0.0f;
+  for (int64_t i = 0; i < a.numel(); ++i)
+    worst = std::max(worst, std::abs(a.data()[i] - b.data()[i]));
+  return worst;
 }
 
 inline double seconds_since(std::chrono::steady_clock::time_point start) {

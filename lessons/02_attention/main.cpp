@@ -38,14 +38,6 @@ using namespace gf::lessons;
 
 namespace {
 
-// The largest |a_i - b_i| over two tensors of the same shape.
-double max_abs_diff(const Tensor& a, const Tensor& b) {
-  double worst = 0.0;
-  for (int64_t i = 0; i < a.numel(); ++i)
-    worst = std::max(worst, static_cast<double>(std::abs(a.data()[i] - b.data()[i])));
-  return worst;
-}
-
 constexpr viz::Rgb kGrey{140, 140, 140};
 
 void save(const viz::Image& image, const std::string& path) {

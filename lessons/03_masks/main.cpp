@@ -92,13 +92,6 @@ void save(const viz::Image& image, const std::string& dir, const std::string& na
   fmt::print("  wrote {} ({} x {})\n", path, image.width(), image.height());
 }
 
-// The largest |a - b| over all elements; a and b have the same shape.
-float max_abs_diff(const Tensor& a, const Tensor& b) {
-  float m = 0.0f;
-  for (int64_t i = 0; i < a.numel(); ++i) m = std::max(m, std::abs(a.data()[i] - b.data()[i]));
-  return m;
-}
-
 // One attention head over token embeddings, without positions: the smallest model whose
 // scores can be masked: the attention of lesson 02, single-headed as there (lesson 04 splits it).
 struct Head {

@@ -41,14 +41,6 @@ using namespace gf::lessons;
 
 namespace {
 
-// The largest |a - b| over all elements; the shapes must agree.
-float max_abs_diff(const Tensor& a, const Tensor& b) {
-  if (!(a.shape() == b.shape())) return std::numeric_limits<float>::infinity();
-  float d = 0.0f;
-  for (int64_t i = 0; i < a.numel(); ++i) d = std::max(d, std::abs(a.data()[i] - b.data()[i]));
-  return d;
-}
-
 float norm(const Tensor& t) {
   double s = 0.0;
   for (int64_t i = 0; i < t.numel(); ++i) s += static_cast<double>(t.data()[i]) * t.data()[i];

@@ -38,14 +38,6 @@ using namespace gf::lessons;
 
 namespace {
 
-// The largest |a - b| over all elements; the shapes must agree.
-float max_abs_diff(const Tensor& a, const Tensor& b) {
-  if (!(a.shape() == b.shape())) return std::numeric_limits<float>::infinity();
-  float d = 0.0f;
-  for (int64_t i = 0; i < a.numel(); ++i) d = std::max(d, std::abs(a.data()[i] - b.data()[i]));
-  return d;
-}
-
 // The Euclidean norm of row r of a [rows, D] tensor, in double.
 double row_norm(const Tensor& m, int64_t r) {
   const int64_t d = m.dim(1);

@@ -52,13 +52,6 @@ namespace {
 
 const std::string kDir = "/10_why_self_attention/";
 
-float max_abs_diff(const Tensor& a, const Tensor& b) {
-  if (!(a.shape() == b.shape())) return std::numeric_limits<float>::infinity();
-  float d = 0.0f;
-  for (int64_t i = 0; i < a.numel(); ++i) d = std::max(d, std::abs(a.data()[i] - b.data()[i]));
-  return d;
-}
-
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t m = v.size() / 2;
