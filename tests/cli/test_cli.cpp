@@ -151,6 +151,27 @@ fs::path tiny_checkpoint(const TempDir& dir) {
 const std::vector<std::string> kContents = {"5 6 7 8 9 10", "10 9 8 7 6 5", "4 7 4 7 10 4",
                                             "6 4 9 5 10 8", "8 8 5 5 9 9",  "7 10 6 4 8 5"};
 
+// A command that must be refused: exit non-zero (not by a signal), say `message` on stderr,
+// and print nothing on stdout (in particular, a refused train never trains).
+struct Refusal {
+  Args args;
+  std::string message;  // expected on stderr
+  std::string input = "";
+};
+
+void expect_refused(const std::vector<Refusal>& cases) {
+  for (const Refusal& c : cases) {
+    const Result r = transformer(c.args, c.input);
+    std::string command = "transformer";
+    for (const std::string& arg : c.args) command += " " + arg;
+    INFO(command << "\n" << r);
+    CHECK(r.status != 0);
+    CHECK(r.status < 128);
+    CHECK_THAT(r.err, Contains(c.message));
+    CHECK(r.out.empty());
+  }
+}
+
 }  // namespace
 
 TEST_CASE("help for the command and each subcommand names the main flags", "[cli]") {
@@ -398,12 +419,7 @@ TEST_CASE("mistakes exit non-zero with a message on stderr and never crash", "[c
   write_file(not_a_dir, "");
   const std::string small = "--d-model=16";  // keeps the runs that get as far as a model tiny
 
-  struct Case {
-    Args args;
-    std::string message;  // expected on stderr
-    std::string input = "";
-  };
-  const std::vector<Case> cases = {
+  const std::vector<Refusal> cases = {
       {{"trian"}, "unknown command \"trian\""},
       {{"train", "--heads", "3", "--d-model", "32"},
        "heads (3) must be positive and divide d_model (32)"},
@@ -426,16 +442,7 @@ TEST_CASE("mistakes exit non-zero with a message on stderr and never crash", "[c
       {{"attention", "--ckpt", ckpt, "--src", "5 12 2"},
        "--src: token id 12 is out of range [0, 11)"},
   };
-  for (const Case& c : cases) {
-    const Result r = transformer(c.args, c.input);
-    std::string command = "transformer";
-    for (const std::string& arg : c.args) command += " " + arg;
-    INFO(command << "\n" << r);
-    CHECK(r.status != 0);
-    CHECK(r.status < 128);
-    CHECK_THAT(r.err, Contains(c.message));
-    CHECK(r.out.empty());  // in particular, a failed train never trains
-  }
+  expect_refused(cases);
 }
 
 TEST_CASE("generate writes the toy language, and a model trained on its files translates text",
@@ -513,12 +520,7 @@ TEST_CASE("text commands refuse what they cannot read, naming it", "[cli][transl
   const std::string ids_model = tiny_checkpoint(dir).string();
   const std::string bad = (dir / "bad.tsv").string();
   write_file(bad, "Hi.\tSalut.\nno tab\n");
-  struct Case {
-    Args args;
-    std::string message;
-    std::string input = "";
-  };
-  const std::vector<Case> cases = {
+  const std::vector<Refusal> cases = {
       {{"translate", "--ckpt", ids_model}, "holds no tokenizer", "hello\n"},
       {{"eval", "--ckpt", ids_model, "--data", bad}, "holds no tokenizer"},
       {{"train", "--task", "translate"}, "--task translate needs --data TRAIN.tsv"},
@@ -527,16 +529,7 @@ TEST_CASE("text commands refuse what they cannot read, naming it", "[cli][transl
       {{"generate", "--split", "lenght"}, "--split: lenght not in"},
       {{"generate", "--train", "0"}, "train is 0 but must be at least 1"},
   };
-  for (const Case& c : cases) {
-    const Result r = transformer(c.args, c.input);
-    std::string command = "transformer";
-    for (const std::string& arg : c.args) command += " " + arg;
-    INFO(command << "\n" << r);
-    CHECK(r.status != 0);
-    CHECK(r.status < 128);
-    CHECK_THAT(r.err, Contains(c.message));
-    CHECK(r.out.empty());
-  }
+  expect_refused(cases);
 }
 
 TEST_CASE("every flag that makes no sense is refused, saying what is allowed",
@@ -555,11 +548,7 @@ TEST_CASE("every flag that makes no sense is refused, saying what is allowed",
     INFO(r);
     REQUIRE(r.status == 0);
   }
-  struct Case {
-    Args args;
-    std::string message;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<Refusal> cases = {
       // The model's shape.
       {{"train", "--d-model", "0"}, "d_model must be positive, got 0"},
       {{"train", "--d-ff", "-3"}, "d_ff must be positive, got -3"},
@@ -606,14 +595,5 @@ TEST_CASE("every flag that makes no sense is refused, saying what is allowed",
       {{"generate", "--test", "-1"}, "toy language: test is -1 but must be at least 0"},
       {{"generate", "--seed", "-1"}, "must be a non-negative integer"},
   };
-  for (const Case& c : cases) {
-    const Result r = transformer(c.args);
-    std::string command = "transformer";
-    for (const std::string& arg : c.args) command += " " + arg;
-    INFO(command << "\n" << r);
-    CHECK(r.status != 0);
-    CHECK(r.status < 128);
-    CHECK_THAT(r.err, Contains(c.message));
-    CHECK(r.out.empty());
-  }
+  expect_refused(cases);
 }
