@@ -32,6 +32,16 @@ struct Checks {
     else
       ++failed;
   }
+  // The last line of every lesson, and its exit status: 0 when every claim held.
+  int summary(const char* lesson) const {
+    const int total = passed + failed;
+    if (failed > 0) {
+      fmt::print("\n{}: {} of {} checks FAILED\n", lesson, failed, total);
+      return 1;
+    }
+    fmt::print("\n{}: all {} checks passed\n", lesson, total);
+    return 0;
+  }
   void timing(bool ok, const std::string& claim) {
     if (timings_checked)
       (*this)(ok, claim);

@@ -454,11 +454,5 @@ int main(int argc, char** argv) {
     fmt::print("\nlesson 05: stopped by an exception: {}\n", e.what());
     return 1;
   }
-  const int total = check.passed + check.failed;
-  if (check.failed > 0) {
-    fmt::print("\nlesson 05: {} of {} checks FAILED\n", check.failed, total);
-    return 1;
-  }
-  fmt::print("\nlesson 05: all {} checks passed\n", total);
-  return 0;
+  return check.summary("lesson 05");
 }

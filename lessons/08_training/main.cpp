@@ -900,11 +900,5 @@ int main(int argc, char** argv) {
     return 1;
   }
   fmt::print("\n  total time {:.1f} s\n", seconds_since(start));
-  const int total = check.passed + check.failed;
-  if (check.failed > 0) {
-    fmt::print("\nlesson 08: {} of {} checks FAILED\n", check.failed, total);
-    return 1;
-  }
-  fmt::print("\nlesson 08: all {} checks passed\n", total);
-  return 0;
+  return check.summary("lesson 08");
 }

@@ -994,12 +994,6 @@ int main(int argc, char** argv) {
     fmt::print("\nlesson 09: stopped by an exception: {}\n", e.what());
     return 1;
   }
-  const int total = check.passed + check.failed;
   fmt::print("\nlesson 09: {:.0f} s in all\n", seconds_since(start));
-  if (check.failed > 0) {
-    fmt::print("\nlesson 09: {} of {} checks FAILED\n", check.failed, total);
-    return 1;
-  }
-  fmt::print("\nlesson 09: all {} checks passed\n", total);
-  return 0;
+  return check.summary("lesson 09");
 }
