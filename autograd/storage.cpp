@@ -84,7 +84,7 @@ class Pool {
 
  private:
   std::atomic<bool> enabled_{kPoolByDefault};
-  std::mutex mutex_;  // tensors are made and dropped on OpenMP worker threads too
+  std::mutex mutex_;  // tensors are made and dropped on the kernels' worker threads too
   std::unordered_map<size_t, std::vector<float*>> free_;
   int64_t cached_bytes_ = 0, reused_ = 0, fresh_ = 0;
 };

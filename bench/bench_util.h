@@ -4,7 +4,6 @@
 #pragma once
 
 #include <fmt/format.h>
-#include <omp.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -18,6 +17,8 @@
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "autograd/kernels/parallel.h"
 
 namespace gf::bench {
 
@@ -62,7 +63,7 @@ std::optional<CommonOptions> parse_common(int argc, char** argv, std::string_vie
       throw std::invalid_argument(fmt::format("{}: unknown argument \"{}\"", program, arg));
     }
   }
-  omp_set_num_threads(options.threads);
+  gf::kernels::set_num_threads(options.threads);
   return options;
 }
 

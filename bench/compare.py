@@ -6,9 +6,9 @@ hits both, and prints a markdown table: our number, PyTorch's and the ratio ours
   bench/compare.py [--bin build/bin] [--workloads copy-tiny,decode] [--seed 1] [--smoke]
                    [--raw out.jsonl]
 
-Both sides run with OMP_WAIT_POLICY=PASSIVE (idle OpenMP threads sleep instead of spinning,
-which on a shared two-core machine would steal the other side's time) and
-OPENBLAS_NUM_THREADS=1 (OpenBLAS's own threads would fight OpenMP's), on 2 threads:
+Both sides run with OMP_WAIT_POLICY=PASSIVE (PyTorch's idle OpenMP threads sleep instead of
+spinning; our thread pool does not read it) and OPENBLAS_NUM_THREADS=1 (OpenBLAS's own threads
+would fight the OpenMP or pool threads), on 2 threads:
 torch.set_num_threads(2) and our --threads 2. PyTorch is Debian's python3-torch, which only
 /usr/bin/python3 imports; this script itself runs with any python3.
 """

@@ -49,7 +49,7 @@ constexpr std::string_view kUsage =
     "   \"seconds_to_100\":...,\"peak_rss_mb\":...,\"params\":...,\"threads\":...}\n"
     "  --workload   which one (default all; run them one per process for a clean peak RSS)\n"
     "  --smoke      a few steps of each, copy-base on batch 8 (for CI, about a second)\n"
-    "  --threads    OpenMP threads (default 2)\n"
+    "  --threads    threads (default 2)\n"
     "  --max-steps  copy-tiny gives up after this many steps (default 3000)\n";
 
 constexpr int64_t kVocab = 11;       // 0 pad, 1 start, 2..10 content

@@ -8,7 +8,6 @@
 #include "autograd/kernels/gemm.h"
 
 #include <fmt/format.h>
-#include <omp.h>
 
 #include <algorithm>
 #include <chrono>
@@ -24,6 +23,8 @@
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "autograd/kernels/parallel.h"
 
 namespace {
 
@@ -165,7 +166,7 @@ int main(int argc, char** argv) {
     if (blas) kernels.push_back({"blas", gf::kernels::gemm_blas});
 
     for (const int threads : {1, 2}) {
-      omp_set_num_threads(threads);
+      gf::kernels::set_num_threads(threads);
       for (const KernelInfo& kernel : kernels) {
         if (kernel.name != reference_name && reference_name != "none") {
           std::fill(c.begin(), c.end(), 0.0f);

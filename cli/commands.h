@@ -42,7 +42,7 @@ struct TrainOptions {
   int64_t eval_every = 0;  // 0: only at the end
   int64_t eval_count = 100;
   uint64_t seed = 1;
-  int threads = 0;  // 0: OpenMP's default
+  int threads = 0;  // 0: the default, kernels::num_threads()
   std::string save = "out/model.safetensors";
   int64_t save_every = 0;       // also save every N steps; 0: at the end (and when stopped) only
   std::string log_losses;       // write "step<TAB>loss" lines here, every step of the run

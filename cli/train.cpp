@@ -9,7 +9,6 @@
 // and a loss or gradient that is not finite stops the run before the update it would spoil,
 // saving the weights it had.
 #include <fmt/format.h>
-#include <omp.h>
 
 #include <algorithm>
 #include <chrono>
@@ -22,6 +21,7 @@
 
 #include "autograd/errors.h"
 #include "autograd/graph.h"
+#include "autograd/kernels/parallel.h"
 #include "autograd/ops.h"
 #include "cli/commands.h"
 #include "cli/common.h"
@@ -391,7 +391,7 @@ int run_train(const TrainOptions& options) {
   std::optional<TrainState> resumed;
   if (!o.resume.empty()) resumed = read_resume(o);
   validate(o);
-  if (o.threads > 0) omp_set_num_threads(o.threads);
+  if (o.threads > 0) gf::kernels::set_num_threads(o.threads);
   Rng rng(o.seed);
   const bool text = is_text_task(o);
   // Text tasks read (or generate) their pairs first: the tokenizer learned from them fixes the

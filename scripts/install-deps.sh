@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  g++ cmake ninja-build git   # compiler (with OpenMP), build system
+  g++ cmake ninja-build git   # compiler, build system
   catch2                      # tests (v2.13)
   libfmt-dev                  # formatting
   libcli11-dev                # command-line flags
@@ -13,7 +13,6 @@ packages=(
   libopenblas-dev             # the optional BLAS backend for GEMM
   clang-format                # the formatting check
   clang libclang-rt-14-dev    # fuzzing: clang++ and libFuzzer (libclang_rt.fuzzer)
-  libomp-dev                  # OpenMP for clang++
 )
 
 missing=()

@@ -39,6 +39,12 @@ std::string_view to_string(GemmBackend backend) {
   return "unknown";
 }
 
+LeadingDims leading_dims(const GemmArgs& args) {
+  const int64_t a_row = args.trans_a ? args.m : args.k, b_row = args.trans_b ? args.k : args.n;
+  return {args.lda != 0 ? args.lda : a_row, args.ldb != 0 ? args.ldb : b_row,
+          args.ldc != 0 ? args.ldc : args.n};
+}
+
 void gemm(const GemmArgs& args) {
   const int64_t m = args.m, n = args.n, k = args.k;
   if (m < 0 || n < 0 || k < 0)
@@ -54,6 +60,15 @@ void gemm(const GemmArgs& args) {
   require(args.a, m * k, "a");
   require(args.b, k * n, "b");
   require(args.c, m * n, "c");
+  const auto check_ld = [&](int64_t ld, int64_t row, const char* name) {
+    if (ld != 0 && ld < row)
+      throw std::invalid_argument(fmt::format(
+          "gemm: {} = {} is shorter than a stored row of {} floats (m = {}, n = {}, k = {})", name,
+          ld, row, m, n, k));
+  };
+  check_ld(args.lda, args.trans_a ? m : k, "lda");
+  check_ld(args.ldb, args.trans_b ? k : n, "ldb");
+  check_ld(args.ldc, n, "ldc");
 
   switch (gemm_backend()) {
     case GemmBackend::Naive:

@@ -9,7 +9,7 @@
 //
 // Three implementations with one signature, so that they can be compared (tests, bench/gemm,
 // lesson 11): the naive triple loop that defines the result, a cache-blocked, vectorised,
-// OpenMP-parallel kernel, and OpenBLAS when the build found it. The K loop is never split
+// multi-threaded kernel, and OpenBLAS when the build found it. The K loop is never split
 // across threads, so each result is the same for a given thread count, run after run.
 #pragma once
 
@@ -26,15 +26,24 @@ struct GemmArgs {
   const float* b = nullptr;
   float* c = nullptr;
   bool accumulate = false;  // C += op(A) op(B) instead of C = op(A) op(B)
+  // Distance in floats between the starts of consecutive stored rows; 0 means contiguous
+  // (the stored row length: K or M for A, N or K for B, N for C).
+  int64_t lda = 0, ldb = 0, ldc = 0;
 };
+
+// The leading dimensions with 0 replaced by the contiguous row length.
+struct LeadingDims {
+  int64_t a, b, c;
+};
+LeadingDims leading_dims(const GemmArgs& args);
 
 // The definition: for each (i, j), a dot product over k in increasing order.
 void gemm_naive(const GemmArgs& args);
 
-// Cache-blocked and packed, register-tiled micro-kernel, OpenMP over blocks of C.
+// Cache-blocked and packed, register-tiled micro-kernel, threads over blocks of C.
 void gemm_blocked(const GemmArgs& args);
 
-// OpenBLAS's cblas_sgemm, one OpenBLAS thread per OpenMP thread (so the two thread pools
+// OpenBLAS's cblas_sgemm, one OpenBLAS thread per thread of ours (so the two thread pools
 // never spin against each other on the same cores). Throws std::logic_error when the build
 // has no BLAS.
 void gemm_blas(const GemmArgs& args);

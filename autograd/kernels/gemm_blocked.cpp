@@ -183,8 +183,8 @@ struct Region {
 
 // One thread's part of C, with the loops of the scheme above, outermost first:
 // B panels (NC columns), blocks of K (KC), A blocks (MC rows), B slivers (NR), A slivers (MR).
-void compute_region(const GemmArgs& args, const View& op_a, const View& op_b_t, int64_t k_blocks,
-                    const Region& region) {
+void compute_region(const GemmArgs& args, const View& op_a, const View& op_b_t, int64_t ldc,
+                    int64_t k_blocks, const Region& region) {
   thread_local PackBuffer a_buffer, b_buffer;
   const int64_t max_kc = ceil_div(args.k, k_blocks);
   // Sized for the largest block this region needs, padded to whole slivers.
@@ -208,7 +208,7 @@ void compute_region(const GemmArgs& args, const View& op_a, const View& op_b_t, 
           const float* b_sliver = b_pack + (j - jc) * kc;
           for (int64_t i = ic; i < ic_end; i += MR) {
             const float* a_sliver = a_pack + (i - ic) * kc;
-            micro_kernel(kc, a_sliver, b_sliver, args.c + i * args.n + j, args.n,
+            micro_kernel(kc, a_sliver, b_sliver, args.c + i * ldc + j, ldc,
                          std::min(MR, ic_end - i), std::min(NR, jc_end - j), add);
           }
         }
@@ -222,13 +222,15 @@ void compute_region(const GemmArgs& args, const View& op_a, const View& op_b_t, 
 void gemm_blocked(const GemmArgs& args) {
   const int64_t m = args.m, n = args.n, k = args.k;
   if (m == 0 || n == 0) return;
+  const LeadingDims ld = leading_dims(args);
   if (k == 0) {  // an empty sum
-    if (!args.accumulate) std::fill(args.c, args.c + m * n, 0.0f);
+    if (!args.accumulate)
+      for (int64_t i = 0; i < m; ++i) std::fill_n(args.c + i * ld.c, n, 0.0f);
     return;
   }
-  // op(A)[i, p] is a[i k + p], or a[p m + i] when A is stored transposed; likewise for B.
-  const View op_a = args.trans_a ? View{args.a, 1, m} : View{args.a, k, 1};
-  const View op_b_t = args.trans_b ? View{args.b, k, 1} : View{args.b, 1, n};
+  // op(A)[i, p] is a[i lda + p], or a[p lda + i] when A is stored transposed; likewise for B.
+  const View op_a = args.trans_a ? View{args.a, 1, ld.a} : View{args.a, ld.a, 1};
+  const View op_b_t = args.trans_b ? View{args.b, ld.b, 1} : View{args.b, 1, ld.b};
   // As many blocks of K as KC requires, made equal, so no block is left nearly empty.
   const int64_t k_blocks = ceil_div(k, KC);
 
@@ -236,9 +238,7 @@ void gemm_blocked(const GemmArgs& args) {
   const int64_t row_slivers = ceil_div(m, MR), col_slivers = ceil_div(n, NR);
   const bool split_rows = row_slivers >= col_slivers;
 
-#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
-  for (int t = 0; t < threads; ++t) {
-    flush_denormals_on_this_thread();
+  run_parts(threads, [&](int t) {
     // Part t gets slivers [S t / T, S (t + 1) / T): sizes differ by at most one sliver.
     Region region{0, m, 0, n};
     if (split_rows) {
@@ -249,8 +249,8 @@ void gemm_blocked(const GemmArgs& args) {
       region.j1 = std::min(n, NR * (col_slivers * (t + 1) / threads));
     }
     if (region.i0 < region.i1 && region.j0 < region.j1)
-      compute_region(args, op_a, op_b_t, k_blocks, region);
-  }
+      compute_region(args, op_a, op_b_t, ld.c, k_blocks, region);
+  });
 }
 
 }  // namespace gf::kernels

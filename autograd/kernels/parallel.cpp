@@ -1,6 +1,24 @@
+// The worker pool behind run_parts and parallel_for (see parallel.h for why it exists).
+//
+// One job at a time. The caller publishes the job (a PartRef and the number of parts), then
+// bumps `generation_`; each worker waits for the generation to change, runs its part if it
+// has one, and counts itself off in `unfinished_`. Every worker reports on every job, even
+// without a part, so that the caller never rewrites the job while a late worker still reads
+// it. Waiting is "spin, then sleep" on both sides (Pool::wait_until).
 #include "autograd/kernels/parallel.h"
 
+#include <fmt/format.h>
+#include <immintrin.h>
 #include <xmmintrin.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+#include <vector>
 
 namespace gf::kernels {
 
@@ -13,8 +31,150 @@ void flush_denormals_on_this_thread() {
   done = true;
 }
 
+namespace {
+
+int default_threads() {
+  if (const char* env = std::getenv("OMP_NUM_THREADS")) {
+    const int n = std::atoi(env);
+    if (n > 0) return n;
+  }
+  const unsigned cores = std::thread::hardware_concurrency();
+  return cores > 0 ? static_cast<int>(cores) : 1;
+}
+
+// True on a thread while it runs a part: a run_parts from there runs inline.
+thread_local bool inside_part = false;
+
+class Pool {
+ public:
+  Pool() : threads_(default_threads()) { start_workers(); }
+  ~Pool() { stop_workers(); }
+
+  int threads() const { return threads_; }
+
+  void set_threads(int threads) {
+    if (threads < 0)
+      throw std::invalid_argument(
+          fmt::format("set_num_threads: {} threads; give 1 or more (0 for the default)", threads));
+    const int wanted = threads == 0 ? default_threads() : threads;
+    std::lock_guard lock(run_mutex_);
+    if (wanted == threads_) return;  // keep the running workers
+    stop_workers();
+    threads_ = wanted;
+    start_workers();
+  }
+
+  void run(int parts, detail::PartRef part) {
+    if (parts <= 0) return;
+    std::unique_lock lock(run_mutex_, std::try_to_lock);
+    if (parts == 1 || inside_part || !lock.owns_lock() || parts > threads_) {
+      for (int p = 0; p < parts; ++p) run_part(part, p);
+      return;
+    }
+    job_ = part;
+    job_parts_ = parts;
+    unfinished_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
+    generation_.fetch_add(1);
+    wake_sleepers();
+    run_part(part, 0);
+    wait_until([&] { return unfinished_.load() == 0; });
+  }
+
+ private:
+  static void run_part(detail::PartRef part, int p) {
+    flush_denormals_on_this_thread();
+    const bool outer = inside_part;
+    inside_part = true;
+    part.call(part.callable, p);
+    inside_part = outer;
+  }
+
+  // Polls done() with the CPU's pause hint for up to kSpinMicroseconds, then sleeps until a
+  // wake_sleepers() call finds it true. The sleep is rare (only after a pause in the work),
+  // so it may take a lock; the hand-off between jobs of one step never does.
+  template <typename Done>
+  void wait_until(Done done) {
+    using Clock = std::chrono::steady_clock;
+    const auto give_up = Clock::now() + std::chrono::microseconds(kSpinMicroseconds);
+    for (int polls = 1; !done(); ++polls) {
+      if (polls % 64 == 0 && Clock::now() > give_up) {
+        // Count ourselves as a sleeper *before* the last look at done(): a waker that changed
+        // the state after that look then sees the count and takes the lock (all seq_cst).
+        sleepers_.fetch_add(1);
+        {
+          std::unique_lock lock(sleep_mutex_);
+          wake_.wait(lock, done);
+        }
+        sleepers_.fetch_sub(1);
+        return;
+      }
+      _mm_pause();
+    }
+  }
+
+  // Called after every change a waiter may be waiting for.
+  void wake_sleepers() {
+    if (sleepers_.load() == 0) return;
+    { std::lock_guard lock(sleep_mutex_); }  // a sleeper is either before its check or asleep
+    wake_.notify_all();
+  }
+
+  // `seen` is the generation when the worker was made: read here, a job (or the stop) that
+  // came before the thread first ran would be missed.
+  void worker(int index, uint32_t seen) {
+    for (;;) {
+      wait_until([&] { return generation_.load() != seen; });
+      seen = generation_.load();
+      if (stopping_.load()) return;
+      if (index < job_parts_) run_part(job_, index);
+      if (unfinished_.fetch_sub(1) == 1) wake_sleepers();
+    }
+  }
+
+  void start_workers() {
+    stopping_.store(false);
+    for (int index = 1; index < threads_; ++index)
+      workers_.emplace_back(&Pool::worker, this, index, generation_.load());
+  }
+
+  void stop_workers() {
+    stopping_.store(true);
+    generation_.fetch_add(1);
+    wake_sleepers();
+    for (std::thread& w : workers_) w.join();
+    workers_.clear();
+  }
+
+  int threads_;
+  std::vector<std::thread> workers_;
+  std::mutex run_mutex_;  // one job at a time; set_threads waits for it too
+  std::atomic<uint32_t> generation_{0};
+  std::atomic<int> unfinished_{0};
+  std::atomic<bool> stopping_{false};
+  std::atomic<int> sleepers_{0};  // threads in (or about to enter) wake_.wait
+  std::mutex sleep_mutex_;
+  std::condition_variable wake_;
+  detail::PartRef job_{};
+  int job_parts_ = 0;
+};
+
+Pool& pool() {
+  static Pool instance;
+  return instance;
+}
+
+}  // namespace
+
 int num_threads() {
-  return omp_get_max_threads();
+  return pool().threads();
+}
+
+void set_num_threads(int threads) {
+  pool().set_threads(threads);
+}
+
+void detail::run_parts(int parts, PartRef part) {
+  pool().run(parts, part);
 }
 
 }  // namespace gf::kernels

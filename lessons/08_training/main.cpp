@@ -12,7 +12,6 @@
 // Shape legend: B batch, S source length, T target length, D d_model, H heads, V vocabulary.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <omp.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -26,6 +25,7 @@
 #include <vector>
 
 #include "autograd/graph.h"
+#include "autograd/kernels/parallel.h"
 #include "autograd/ops.h"
 #include "autograd/random.h"
 #include "autograd/tensor.h"
@@ -859,12 +859,12 @@ int main(int argc, char** argv) {
   app.add_option("--length", length,
                  "content tokens per sequence (0: the lesson's 10, or 6 with --quick)");
   app.add_option("--threads", threads,
-                 "OpenMP threads; the model is so small that one is fastest (0: OpenMP's default)")
+                 "threads; the model is so small that one is fastest (0: one per core)")
       ->capture_default_str();
   app.add_option("--out", out_dir, "pictures go to <out>/08_training/")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
-  if (threads > 0) omp_set_num_threads(threads);  // the results do not depend on it
+  if (threads > 0) gf::kernels::set_num_threads(threads);  // the results do not depend on it
   Checks check;
   const auto start = std::chrono::steady_clock::now();
   try {

@@ -16,7 +16,6 @@
 // length, D d_model, F d_ff, V vocabulary.
 #include <fmt/format.h>
 #include <immintrin.h>
-#include <omp.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -32,6 +31,7 @@
 
 #include "autograd/graph.h"
 #include "autograd/kernels/gemm.h"
+#include "autograd/kernels/parallel.h"
 #include "autograd/ops.h"
 #include "autograd/profile.h"
 #include "autograd/random.h"
@@ -87,13 +87,13 @@ Vec load(const float* p) {
 // [snippet: peak]
 // Multiply-adds on registers and nothing else: kChains independent chains, so that the FMA
 // units never wait for a result (each FMA takes 4 cycles, and 2 units need 8 in flight).
-// Every thread runs `iterations` rounds; each round is kChains x kLanes multiply-adds.
+// Every thread (kernels::run_parts gives each one part) runs `iterations` rounds; each round
+// is kChains x kLanes multiply-adds.
 double fma_gflops(int threads, int64_t iterations) {
   constexpr int kChains = 16;
-  float sink = 0.0f;
+  std::vector<float> sinks(static_cast<size_t>(threads));
   const auto start = Clock::now();
-#pragma omp parallel num_threads(threads) reduction(+ : sink)
-  {
+  kernels::run_parts(threads, [&](int part) {
     Vec acc[kChains];
     for (int c = 0; c < kChains; ++c) acc[c] = Vec{} + static_cast<float>(c);
     const Vec scale = Vec{} + 0.999f, shift = Vec{} + 0.001f;  // acc tends to 1: no overflow
@@ -102,8 +102,10 @@ double fma_gflops(int threads, int64_t iterations) {
       for (int c = 0; c < kChains; ++c) acc[c] = acc[c] * scale + shift;  // one vfmadd
     }
     for (int c = 0; c < kChains; ++c)
-      for (int lane = 0; lane < kLanes; ++lane) sink += acc[c][lane];
-  }
+      for (int lane = 0; lane < kLanes; ++lane) sinks[static_cast<size_t>(part)] += acc[c][lane];
+  });
+  float sink = 0.0f;
+  for (const float s : sinks) sink += s;
   const double seconds = seconds_since(start);
   if (!(sink > 0.0f)) return 0.0;  // uses the sums, so the loop cannot be optimised away
   const double flops = 2.0 * kChains * kLanes * static_cast<double>(iterations) * threads;
@@ -123,6 +125,7 @@ Peak measure_peak(bool quick, int threads, Checks& check) {
   const int64_t iterations = 1'000'000;  // a few ms per trial
   const int trials = quick ? 4 : 60;
   Peak peak;
+  kernels::set_num_threads(threads);  // run_parts never uses more threads than the pool has
   for (int r = 0; r < trials; ++r) {
     peak.one_thread = std::max(peak.one_thread, fma_gflops(1, iterations));
     peak.all_threads = std::max(peak.all_threads, fma_gflops(threads, iterations));
@@ -222,7 +225,7 @@ void matmul_register_tile(const float* a, const float* b, float* c, int64_t n) {
 // The library's kernels take a GemmArgs (the shapes, the pointers, the transposes).
 void library_gemm(void (*kernel)(const kernels::GemmArgs&), int threads, const float* a,
                   const float* b, float* c, int64_t n) {
-  omp_set_num_threads(threads);
+  kernels::set_num_threads(threads);
   kernel({.m = n, .n = n, .k = n, .a = a, .b = b, .c = c});
 }
 // [/snippet]
@@ -420,7 +423,7 @@ GemmResults from_loop_to_kernel(bool quick, uint64_t seed, const Peak& peak, int
       cells[v.name].push_back(fmt::format("{:.1f}", gflops));
     }
   }
-  omp_set_num_threads(threads);
+  kernels::set_num_threads(threads);
   for (const Version& v : all) {
     fmt::print("  {:>28}", v.name);
     for (const std::string& cell : cells[v.name]) fmt::print(" {:>8}", cell);
@@ -901,17 +904,17 @@ int main(int argc, char** argv) {
   check.timings_checked = !quick;  // the tests run --quick, under the sanitizers too
   try {
     const auto start = Clock::now();
-    omp_set_num_threads(threads);
+    kernels::set_num_threads(threads);
     const Peak peak = measure_peak(quick, threads, check);
     const GemmResults gemm = from_loop_to_kernel(quick, seed, peak, threads, out_dir, check);
     subnormals(quick, seed, check);
-    // An OpenMP region ends when its slowest thread does: when another program holds a core,
-    // every region waits for a thread that has lost its core, and a training step has
-    // hundreds of regions. Then the models run on one thread, which a busy machine only slows.
+    // A parallel loop ends when its slowest thread does: when another program holds a core,
+    // every loop waits for a thread that has lost its core, and a training step has
+    // hundreds of them. Then the models run on one thread, which a busy machine only slows.
     const int model_threads = peak.cores_free ? threads : 1;
     if (model_threads != threads)
       fmt::print("\n  (the other cores were busy: sections 3 and 4 run the models on 1 thread)\n");
-    omp_set_num_threads(model_threads);
+    kernels::set_num_threads(model_threads);
     kernels::set_gemm_backend(kernels::GemmBackend::Blocked);
     const std::vector<StepProfile> profiles = where_the_time_goes(quick, seed, out_dir, check);
     // The large GEMM's rate: the blocked kernel at the comparison size, the better of one

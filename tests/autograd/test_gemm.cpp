@@ -2,6 +2,7 @@
 // awkward sizes, every trans combination and both accumulate modes; exact small cases;
 // run-to-run determinism; subnormal inputs; and the argument checks of gemm().
 #include <algorithm>
+#include <array>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
@@ -261,4 +262,71 @@ TEST_CASE("gemm: rejects negative sizes and missing matrices", "[kernels][gemm]"
   REQUIRE_NOTHROW(gf::kernels::gemm({.m = 2, .n = 2, .k = 0, .c = c.data()}));
   CHECK(c == std::vector<float>(4, 0.0f));
   REQUIRE_NOTHROW(gf::kernels::gemm({.m = 0, .n = 0, .k = 5}));
+}
+
+TEST_CASE("gemm kernels: leading dimensions read and write sub-matrices in place",
+          "[kernels][gemm]") {
+  // Each operand sits in a wider stored matrix (3 floats of padding per row); the product
+  // must equal the one on contiguous copies, and the padding must stay untouched.
+  std::mt19937 rng(11);
+  std::vector<NamedKernel> kernels = fast_kernels();
+  kernels.push_back({"naive", gf::kernels::gemm_naive});
+  const int64_t pad = 3;
+  for (const auto& [m, n, k] : {std::array<int64_t, 3>{5, 7, 3}, {33, 40, 17}, {130, 70, 300}}) {
+    for (const bool trans_a : {false, true}) {
+      for (const bool trans_b : {false, true}) {
+        const int64_t a_rows = trans_a ? k : m, a_cols = trans_a ? m : k;
+        const int64_t b_rows = trans_b ? n : k, b_cols = trans_b ? k : n;
+        const std::vector<float> a = random_vector(a_rows * a_cols, rng);
+        const std::vector<float> b = random_vector(b_rows * b_cols, rng);
+        std::vector<float> expected(static_cast<size_t>(m * n));
+        gf::kernels::gemm_naive({.trans_a = trans_a,
+                                 .trans_b = trans_b,
+                                 .m = m,
+                                 .n = n,
+                                 .k = k,
+                                 .a = a.data(),
+                                 .b = b.data(),
+                                 .c = expected.data()});
+        // The same numbers, each row followed by pad sentinels.
+        auto widen = [&](const std::vector<float>& v, int64_t rows, int64_t cols) {
+          std::vector<float> wide(static_cast<size_t>(rows * (cols + pad)), 7.0f);
+          for (int64_t r = 0; r < rows; ++r)
+            std::copy_n(v.begin() + r * cols, cols, wide.begin() + r * (cols + pad));
+          return wide;
+        };
+        const std::vector<float> wide_a = widen(a, a_rows, a_cols);
+        const std::vector<float> wide_b = widen(b, b_rows, b_cols);
+        for (const auto& [name, kernel] : kernels) {
+          INFO(name << " m " << m << " n " << n << " k " << k << " trans " << trans_a << trans_b);
+          std::vector<float> wide_c(static_cast<size_t>(m * (n + pad)), 7.0f);
+          kernel({.trans_a = trans_a,
+                  .trans_b = trans_b,
+                  .m = m,
+                  .n = n,
+                  .k = k,
+                  .a = wide_a.data(),
+                  .b = wide_b.data(),
+                  .c = wide_c.data(),
+                  .lda = a_cols + pad,
+                  .ldb = b_cols + pad,
+                  .ldc = n + pad});
+          for (int64_t i = 0; i < m; ++i) {
+            for (int64_t j = 0; j < n; ++j)
+              REQUIRE(std::abs(wide_c[i * (n + pad) + j] - expected[i * n + j]) <=
+                      1e-5f * static_cast<float>(k));
+            for (int64_t j = n; j < n + pad; ++j) REQUIRE(wide_c[i * (n + pad) + j] == 7.0f);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("gemm: a leading dimension shorter than a row is refused", "[kernels][gemm]") {
+  std::vector<float> a(12), b(12), c(16);
+  REQUIRE_THROWS_WITH(
+      gf::kernels::gemm(
+          {.m = 4, .n = 4, .k = 3, .a = a.data(), .b = b.data(), .c = c.data(), .lda = 2}),
+      Catch::Contains("lda = 2 is shorter than a stored row of 3 floats"));
 }

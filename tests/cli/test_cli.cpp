@@ -77,12 +77,6 @@ Args operator+(Args a, const Args& b) {
 // Runs `transformer args...` with input on stdin, in a scratch directory, so that whatever a
 // run writes by default (train's out/model.safetensors) lands there.
 Result transformer(const Args& args, const std::string& input = "") {
-  // OpenMP threads spin while they wait for each other. When other processes hold the cores,
-  // a spinning thread keeps its partner from running, and a one-second training run took 15 to
-  // 20 s here; waiting passively costs nothing when the cores are free. Children inherit it.
-  static const bool passive = setenv("OMP_WAIT_POLICY", "passive", /*overwrite=*/0) == 0;
-  REQUIRE(passive);
-
   static TempDir io;  // the captured streams of every run, each overwritten by the next
   const fs::path in = io / "stdin", out = io / "stdout", err = io / "stderr";
   write_file(in, input);
