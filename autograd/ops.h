@@ -117,7 +117,7 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
 // and nothing needs rescaling at inference. p in [0, 1); p = 0 returns x itself.
 Tensor dropout(const Tensor& x, float p, Rng& rng);
 
-// ---- Fused ops (ops/softmax.cpp, ops/layer_norm.cpp, ops/cross_entropy.cpp) -----------
+// ---- Fused ops (ops/softmax.cpp, ops/layer_norm.cpp, ops/cross_entropy.cpp, ops/attention.cpp)
 // Written as one kernel each, for speed and numerical stability; each is gradient-checked
 // and compared against the same function composed from the ops above.
 
@@ -141,5 +141,16 @@ struct CrossEntropyOptions {
 // [0, V). Returns shape []. Throws ShapeError / IndexError.
 Tensor cross_entropy(const Tensor& logits, const IndexTensor& targets,
                      const CrossEntropyOptions& options = {});
+
+// Multi-head attention (§3.2.1-3.2.2) for every head at once (ops/attention.cpp):
+//   head_h = softmax(Q_h K_h^T * scale, -inf where mask is non-zero) V_h
+// where Q_h, K_h, V_h are columns [hK, (h+1)K) of q [B, T, D], k [B, S, D], v [B, S, Dv]
+// (K = D / heads; k and v may have batch 1, shared by every row). Returns [B, T, Dv] with head
+// h in its columns, i.e. Concat(head_1, ..., head_h), ready for W^O. The heads are read and
+// written in place: nothing is split, transposed or copied. mask (no gradient) broadcasts to
+// [B, H, T, S]. *probs, if given, receives the weights [B, H, T, S] (no gradient; do not
+// modify it). Fully masked rows give zero weights. Throws ShapeError.
+Tensor multi_head_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
+                            int64_t heads, float scale, Tensor* probs = nullptr);
 
 }  // namespace gf

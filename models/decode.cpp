@@ -204,7 +204,7 @@ BeamResult beam_search_one(Transformer& model, const IndexTensor& src, const Bea
       break;
     }
     // The surviving hypotheses' self-attention caches: row i of the new cache is its parent's
-    // row. The cross-attention cache holds the source's keys and values once, [1, H, S, K],
+    // row. The cross-attention cache holds the source's keys and values once, [1, S, D],
     // and broadcasts over the hypotheses, so it never needs reordering.
     std::vector<int64_t> parents;
     for (const Hypothesis& h : next) parents.push_back(h.parent);

@@ -86,39 +86,57 @@ Tensor MultiHeadAttention::split_heads(const Tensor& x) const {
   return transpose(reshape(x, {b, t, h, config.d_model / h}), 1, 2);
 }
 
-Tensor MultiHeadAttention::attend(const Tensor& query, const Tensor& keys, const Tensor& values,
-                                  const Tensor& mask) {
+void MultiHeadAttention::check_shapes(const Tensor& query, const Tensor& memory) const {
+  if (query.rank() != 3 || memory.rank() != 3 || query.dim(2) != config.d_model ||
+      memory.dim(2) != config.d_model || query.dim(0) != memory.dim(0))
+    throw ShapeError(
+        fmt::format("attention: query {} and memory {} must be [B, T, {}] and [B, S, {}]",
+                    query.shape(), memory.shape(), config.d_model, config.d_model));
+}
+
+Tensor MultiHeadAttention::forward_reference(const Tensor& query, const Tensor& memory,
+                                             const Tensor& mask) {
+  check_shapes(query, memory);
   Tensor probs;
-  Tensor heads = scaled_dot_product_attention(split_heads(q.forward(query)), keys, values, mask,
-                                              record_attention ? &probs : nullptr);
+  const Tensor heads = scaled_dot_product_attention(
+      split_heads(q.forward(query)), split_heads(k.forward(memory)), split_heads(v.forward(memory)),
+      mask, record_attention ? &probs : nullptr);
   if (record_attention) last_attention = probs;
   // Concat(head_1, ..., head_h): [B, H, T, K] -> [B, T, H, K] -> [B, T, D], then W^O.
   const int64_t b = query.dim(0), t = query.dim(1);
   return o.forward(reshape(transpose(heads, 1, 2), {b, t, config.d_model}));
 }
 
+// keys and values [B, S, D] are the projections k(memory) and v(memory), heads side by side.
+Tensor MultiHeadAttention::attend(const Tensor& query, const Tensor& keys, const Tensor& values,
+                                  const Tensor& mask) {
+  // 1/sqrt(d_k), as in scaled_dot_product_attention (§3.2.1, footnote 4).
+  const float scale = 1.0f / std::sqrt(static_cast<float>(config.d_model / config.heads));
+  Tensor probs;
+  const Tensor heads = multi_head_attention(q.forward(query), keys, values, mask, config.heads,
+                                            scale, record_attention ? &probs : nullptr);
+  if (record_attention) last_attention = probs;
+  return o.forward(heads);  // heads is already Concat(head_1, ..., head_h), [B, T, D]
+}
+
 Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& memory, const Tensor& mask) {
-  if (query.rank() != 3 || memory.rank() != 3 || query.dim(2) != config.d_model ||
-      memory.dim(2) != config.d_model || query.dim(0) != memory.dim(0))
-    throw ShapeError(
-        fmt::format("attention: query {} and memory {} must be [B, T, {}] and [B, S, {}]",
-                    query.shape(), memory.shape(), config.d_model, config.d_model));
-  return attend(query, split_heads(k.forward(memory)), split_heads(v.forward(memory)), mask);
+  check_shapes(query, memory);
+  return attend(query, k.forward(memory), v.forward(memory), mask);
 }
 
 Tensor MultiHeadAttention::self_attend_cached(const Tensor& query, const Tensor& mask,
                                               KVCache& cache) {
-  const Tensor new_k = split_heads(k.forward(query)), new_v = split_heads(v.forward(query));
-  cache.k = cache.k.defined() ? concat({cache.k, new_k}, 2) : new_k;
-  cache.v = cache.v.defined() ? concat({cache.v, new_v}, 2) : new_v;
+  const Tensor new_k = k.forward(query), new_v = v.forward(query);  // [B, T, D]
+  cache.k = cache.k.defined() ? concat({cache.k, new_k}, 1) : new_k;
+  cache.v = cache.v.defined() ? concat({cache.v, new_v}, 1) : new_v;
   return attend(query, cache.k, cache.v, mask);
 }
 
 Tensor MultiHeadAttention::cross_attend_cached(const Tensor& query, const Tensor& memory,
                                                const Tensor& mask, KVCache& cache) {
   if (!cache.k.defined()) {  // the encoder output does not change between steps
-    cache.k = split_heads(k.forward(memory));
-    cache.v = split_heads(v.forward(memory));
+    cache.k = k.forward(memory);
+    cache.v = v.forward(memory);
   }
   return attend(query, cache.k, cache.v, mask);
 }

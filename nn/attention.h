@@ -5,8 +5,14 @@
 //   Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V            (§3.2.1, eq. 1)
 //
 // The h projections of width d_k = d_model / h are computed as one d_model x d_model Linear
-// each for q, k, v (with bias, as PyTorch), then split into heads by a reshape and a
-// transpose. o is W^O.
+// each for q, k, v (with bias, as PyTorch): head i's projection is columns [iK, (i+1)K) of the
+// result. o is W^O.
+//
+// Two ways to compute the rest. The readable one splits the heads with a reshape and a
+// transpose (split_heads), runs scaled_dot_product_attention on [B, H, T, K] tensors, and
+// merges the heads back the same way (forward_reference; lesson 04 builds it step by step).
+// MultiHeadAttention::forward runs the fused op multi_head_attention (autograd/ops.h), which
+// reads each head in place and copies nothing; a test checks that the two agree.
 //
 // Shape legend: B batch, T query length, S key length, D d_model, H heads, K = D / H.
 #pragma once
@@ -23,6 +29,8 @@ namespace gf::nn {
 // softmax(q k^T / sqrt(K) masked) v for q [B, H, T, K], k and v [B, H, S, K]. mask broadcasts
 // to [B, H, T, S]; where it is non-zero the score becomes -inf (§3.2.3), so that position gets
 // probability 0. Returns [B, H, T, K]; stores the probabilities [B, H, T, S] in *probs if given.
+// Composed from matmul, transpose, masked_fill and softmax, to be read: MultiHeadAttention runs
+// the fused multi_head_attention instead, and a test checks the two against each other.
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                     const Tensor& mask = {}, Tensor* probs = nullptr);
 
@@ -40,7 +48,8 @@ struct AttentionConfig {
   int64_t heads = 8;
 };
 
-// Keys and values of earlier positions, kept between decoding steps: [B, H, S, K] each.
+// Keys and values of earlier positions, kept between decoding steps: the projections k(x) and
+// v(x), [B, S, D] each, heads side by side as multi_head_attention reads them.
 struct KVCache {
   Tensor k, v;
 };
@@ -50,7 +59,17 @@ class MultiHeadAttention : public Module {
   MultiHeadAttention(const AttentionConfig& config, Rng& rng);  // heads must divide d_model
 
   // query [B, T, D] attends over memory [B, S, D] (memory = query for self-attention).
+  // One fused multi_head_attention between the projections.
   Tensor forward(const Tensor& query, const Tensor& memory, const Tensor& mask = {});
+
+  // The same function composed from readable ops:
+  //   o(merge(scaled_dot_product_attention(split_heads(q(query)), split_heads(k(memory)),
+  //                                        split_heads(v(memory)), mask)))
+  // Slower (about a dozen tape nodes, and copies of q, k, v and the heads); kept as the
+  // reference that forward is tested against. Fills last_attention like forward.
+  Tensor forward_reference(const Tensor& query, const Tensor& memory, const Tensor& mask = {});
+  // [B, T, D] -> [B, T, H, K] (a reshape: free) -> [B, H, T, K] (a transpose: one copy).
+  Tensor split_heads(const Tensor& x) const;
 
   // One decoding step with cached keys and values. Self-attention appends the new positions'
   // keys and values (projected from query) to the cache and attends over all of them.
@@ -68,7 +87,8 @@ class MultiHeadAttention : public Module {
   Linear q, k, v, o;
 
  private:
-  Tensor split_heads(const Tensor& x) const;  // [B, T, D] -> [B, H, T, K]
+  void check_shapes(const Tensor& query, const Tensor& memory) const;
+  // Attention of query [B, T, D] over projected keys and values [B, S, D], then W^O.
   Tensor attend(const Tensor& query, const Tensor& keys, const Tensor& values, const Tensor& mask);
 };
 

@@ -217,6 +217,63 @@ void compute_region(const GemmArgs& args, const View& op_a, const View& op_b_t, 
   }
 }
 
+// ---- Small products ----------------------------------------------------------------------
+//
+// Attention multiplies one head at a time: [10, 16] x [16, 10] in the copy task. In 8 x 32
+// tiles such a product is mostly padding, and packing both operands costs more than the
+// arithmetic. Below kSmallWork multiply-adds, op(B) is copied once into rows of whole vectors
+// (it is tiny) and op(A) is read in place, a float at a time.
+//
+// Each element of C is summed in exactly micro_kernel's order: per block of K (the same
+// blocks), p ascending, one multiply-add at a time, the blocks added to C in order. So the
+// two paths give the same bits, and a row of C does not depend on how many rows were
+// multiplied with it (decoding one position with the key/value cache gives the numbers the
+// full recomputation gives).
+constexpr int64_t kSmallWork = int64_t{1} << 16;
+
+// Rows i0 .. i0 + R - 1 of C for one block of K: R x vecs accumulators, R independent chains
+// so that the FMA latency is hidden.
+template <int64_t R>
+void small_rows(const View& op_a, int64_t i0, int64_t p0, int64_t kc, const float* b_rows,
+                int64_t vecs, float* c, int64_t ldc, int64_t n, bool add) {
+  for (int64_t v = 0; v < vecs; ++v) {
+    Vec acc[R] = {};
+    for (int64_t p = 0; p < kc; ++p) {
+      const Vec b = *reinterpret_cast<const UnalignedVec*>(b_rows + p * vecs * kLanes + v * kLanes);
+#pragma GCC unroll 4
+      for (int64_t r = 0; r < R; ++r)
+        acc[r] += op_a.data[(i0 + r) * op_a.row_stride + (p0 + p) * op_a.col_stride] * b;
+    }
+    const int64_t lanes = std::min(kLanes, n - v * kLanes);
+    for (int64_t r = 0; r < R; ++r)
+      for (int64_t l = 0; l < lanes; ++l) {
+        float& cij = c[(i0 + r) * ldc + v * kLanes + l];
+        cij = add ? cij + acc[r][l] : acc[r][l];
+      }
+  }
+}
+
+void gemm_small(const GemmArgs& args, const View& op_a, const View& op_b_t, int64_t ldc,
+                int64_t k_blocks) {
+  thread_local PackBuffer b_buffer;
+  const int64_t m = args.m, n = args.n, vecs = ceil_div(n, kLanes), width = vecs * kLanes;
+  float* b_rows = b_buffer.get(ceil_div(args.k, k_blocks) * width);
+  for (int64_t kb = 0; kb < k_blocks; ++kb) {
+    const int64_t p0 = args.k * kb / k_blocks, p1 = args.k * (kb + 1) / k_blocks;
+    const int64_t kc = p1 - p0;
+    const bool add = args.accumulate || kb > 0;
+    for (int64_t p = 0; p < kc; ++p) {  // row p of the block of op(B), zero past column n
+      float* row = b_rows + p * width;
+      for (int64_t j = 0; j < n; ++j)
+        row[j] = op_b_t.data[j * op_b_t.row_stride + (p0 + p) * op_b_t.col_stride];
+      std::fill(row + n, row + width, 0.0f);
+    }
+    int64_t i = 0;
+    for (; i + 4 <= m; i += 4) small_rows<4>(op_a, i, p0, kc, b_rows, vecs, args.c, ldc, n, add);
+    for (; i < m; ++i) small_rows<1>(op_a, i, p0, kc, b_rows, vecs, args.c, ldc, n, add);
+  }
+}
+
 }  // namespace
 
 void gemm_blocked(const GemmArgs& args) {
@@ -233,6 +290,7 @@ void gemm_blocked(const GemmArgs& args) {
   const View op_b_t = args.trans_b ? View{args.b, ld.b, 1} : View{args.b, 1, ld.b};
   // As many blocks of K as KC requires, made equal, so no block is left nearly empty.
   const int64_t k_blocks = ceil_div(k, KC);
+  if (m * n * k <= kSmallWork) return gemm_small(args, op_a, op_b_t, ld.c, k_blocks);
 
   const int threads = m * n * k >= kParallelWork ? num_threads() : 1;
   const int64_t row_slivers = ceil_div(m, MR), col_slivers = ceil_div(n, NR);

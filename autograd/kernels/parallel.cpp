@@ -1,10 +1,16 @@
 // The worker pool behind run_parts and parallel_for (see parallel.h for why it exists).
 //
-// One job at a time. The caller publishes the job (a PartRef and the number of parts), then
-// bumps `generation_`; each worker waits for the generation to change, runs its part if it
-// has one, and counts itself off in `unfinished_`. Every worker reports on every job, even
-// without a part, so that the caller never rewrites the job while a late worker still reads
-// it. Waiting is "spin, then sleep" on both sides (Pool::wait_until).
+// One job at a time. A job is a fixed list of parts (the static split, so the same bits);
+// which thread computes a part is decided at run time: every thread, the caller included,
+// claims the next unclaimed part until none is left. The caller claims first and never waits
+// for a worker to arrive, only for parts a worker has already claimed. So a worker that has
+// lost its core to another program, or is slow to wake, costs nothing: the caller does its
+// parts. (With a fixed part per thread, every loop would wait for that worker.)
+//
+// `claim_` holds the job's number in its high 32 bits and the next part to hand out in its
+// low 32: a thread claims part p by a compare-and-swap from (job, p) to (job, p + 1), which
+// fails if the caller has moved on to another job meanwhile. Waiting is "spin, then sleep" on
+// both sides (Pool::wait_until).
 #include "autograd/kernels/parallel.h"
 
 #include <fmt/format.h>
@@ -72,12 +78,13 @@ class Pool {
       return;
     }
     job_ = part;
-    job_parts_ = parts;
-    unfinished_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
-    generation_.fetch_add(1);
+    job_parts_.store(parts);
+    parts_done_.store(0);
+    ++job_number_;
+    claim_.store(job_number_ << 32);  // publishes the job: part 0 is next
     wake_sleepers();
-    run_part(part, 0);
-    wait_until([&] { return unfinished_.load() == 0; });
+    work_on(job_number_);
+    wait_until([&] { return parts_done_.load() == parts; });
   }
 
  private:
@@ -87,6 +94,22 @@ class Pool {
     inside_part = true;
     part.call(part.callable, p);
     inside_part = outer;
+  }
+
+  // Claims and runs parts of job `job` until none is left (or the job is over).
+  void work_on(uint64_t job) {
+    for (;;) {
+      uint64_t claim = claim_.load();
+      if (claim >> 32 != job) return;
+      const auto p = static_cast<int>(claim & 0xffffffffu);
+      const int parts = job_parts_.load();
+      if (p >= parts) return;
+      if (!claim_.compare_exchange_weak(claim, claim + 1)) continue;
+      // Part p of this job is ours and not done, so the caller is still inside run() and
+      // job_ and parts are this job's.
+      run_part(job_, p);
+      if (parts_done_.fetch_add(1) + 1 == parts) wake_sleepers();
+    }
   }
 
   // Polls done() with the CPU's pause hint for up to kSpinMicroseconds, then sleeps until a
@@ -119,43 +142,43 @@ class Pool {
     wake_.notify_all();
   }
 
-  // `seen` is the generation when the worker was made: read here, a job (or the stop) that
-  // came before the thread first ran would be missed.
-  void worker(int index, uint32_t seen) {
+  // `job` is the job number when the worker was made: read in the new thread, a job (or the
+  // stop) published before the thread first ran would be missed.
+  void worker(uint64_t job) {
     for (;;) {
-      wait_until([&] { return generation_.load() != seen; });
-      seen = generation_.load();
+      wait_until([&] { return claim_.load() >> 32 != job; });
       if (stopping_.load()) return;
-      if (index < job_parts_) run_part(job_, index);
-      if (unfinished_.fetch_sub(1) == 1) wake_sleepers();
+      job = claim_.load() >> 32;
+      work_on(job);
     }
   }
 
   void start_workers() {
     stopping_.store(false);
     for (int index = 1; index < threads_; ++index)
-      workers_.emplace_back(&Pool::worker, this, index, generation_.load());
+      workers_.emplace_back(&Pool::worker, this, job_number_);
   }
 
   void stop_workers() {
     stopping_.store(true);
-    generation_.fetch_add(1);
-    wake_sleepers();
+    claim_.store(++job_number_ << 32);  // a new job number wakes every worker, which then sees
+    wake_sleepers();                    // stopping_
     for (std::thread& w : workers_) w.join();
     workers_.clear();
   }
 
   int threads_;
   std::vector<std::thread> workers_;
-  std::mutex run_mutex_;  // one job at a time; set_threads waits for it too
-  std::atomic<uint32_t> generation_{0};
-  std::atomic<int> unfinished_{0};
+  std::mutex run_mutex_;            // one job at a time; set_threads waits for it too
+  uint64_t job_number_ = 0;         // written by the thread in run() (or set_threads) only
+  std::atomic<uint64_t> claim_{0};  // job number << 32 | next part to hand out
+  std::atomic<int> job_parts_{0};
+  std::atomic<int> parts_done_{0};
   std::atomic<bool> stopping_{false};
   std::atomic<int> sleepers_{0};  // threads in (or about to enter) wake_.wait
   std::mutex sleep_mutex_;
   std::condition_variable wake_;
   detail::PartRef job_{};
-  int job_parts_ = 0;
 };
 
 Pool& pool() {

@@ -32,10 +32,13 @@ void set_num_threads(int threads);
 // How long an idle worker keeps polling for the next job before it goes to sleep.
 inline constexpr int64_t kSpinMicroseconds = 200;
 
-// Runs part(p) for p = 0 .. parts - 1, one part per thread (part 0 on the calling thread),
-// and returns when all are done. parts <= num_threads(). A call from inside a part (nested
-// parallelism), or while another thread of the program is using the pool, runs the parts one
-// after another on the calling thread: the same work, split the same way, so the same bits.
+// Runs part(p) for p = 0 .. parts - 1 and returns when all are done; parts <= num_threads().
+// The calling thread and the workers each take the next part not yet taken, so a part runs
+// on whichever thread gets to it first: a worker that is slow to arrive (its core busy with
+// another program) does not hold the caller up. What a part computes never depends on which
+// thread runs it, so the bits do not either. A call from inside a part (nested parallelism),
+// or while another thread of the program is using the pool, runs the parts one after another
+// on the calling thread.
 template <typename Part>
 void run_parts(int parts, Part&& part);
 

@@ -565,7 +565,8 @@ struct ModelSize {
 // runs the FFN (2 D F); per target token, a decoder layer projects for self-attention
 // (4 D^2) and q and the output of cross-attention (2 D^2) and runs the FFN; cross-attention's
 // k and v are projected once per source token (2 D^2); the output layer costs D V.
-// attention (the matmul ops): Q K^T and the weighted sum of V, 2 D per key, per query.
+// attention (the fused attention ops): Q K^T and the weighted sum of V, 2 D per key, per
+// query.
 // Backward does two products the size of each forward one (dA and dB): 3x in all, 2 FLOPs
 // per multiply-add.
 struct GemmFlops {
@@ -802,30 +803,29 @@ void overhead_bound(uint64_t seed, const std::vector<StepProfile>& profiles,
   // of one row are measured on the same steps.
   fmt::print("  the profiled steps of each model (mean):\n");
   fmt::print("  {:>7} {:>8} {:>6} {:>7} {:>8} {:>8} {:>8} {:>7} {:>7} {:>7}\n", "d_model",
-             "ms/step", "nodes", "GFLOP", "step", "linear", "matmul", "%linear", "%matmul",
-             "%fixed");
+             "ms/step", "nodes", "GFLOP", "step", "linear", "attn", "%linear", "%attn", "%fixed");
   fmt::print("  {:>7} {:>8} {:>6} {:>7} {:>8} {:>8} {:>8}\n", "", "", "", "", "GFLOP/s", "GFLOP/s",
              "GFLOP/s");
-  std::vector<float> ds, step_rate, linear_rate, matmul_rate, bench_line;
-  std::vector<float> linear_share, matmul_share, other_share, fixed_share;
+  std::vector<float> ds, step_rate, linear_rate, attention_rate, bench_line;
+  std::vector<float> linear_share, attention_share, other_share, fixed_share;
   for (const StepProfile& p : profiles) {
-    const double linear_s = op_seconds(p, "linear"), matmul_s = op_seconds(p, "matmul");
+    const double linear_s = op_seconds(p, "linear"), attention_s = op_seconds(p, "attention");
     const double fixed = static_cast<double>(p.nodes) * per_op / p.profiled_seconds;
     ds.push_back(static_cast<float>(p.size.d_model));
     step_rate.push_back(static_cast<float>(p.gemm_flops.total() / p.profiled_seconds * 1e-9));
     linear_rate.push_back(static_cast<float>(p.gemm_flops.linear / linear_s * 1e-9));
-    matmul_rate.push_back(static_cast<float>(p.gemm_flops.attention / matmul_s * 1e-9));
+    attention_rate.push_back(static_cast<float>(p.gemm_flops.attention / attention_s * 1e-9));
     bench_line.push_back(static_cast<float>(gemm_gflops_large));
     linear_share.push_back(static_cast<float>(100 * linear_s / p.profiled_seconds));
-    matmul_share.push_back(static_cast<float>(100 * matmul_s / p.profiled_seconds));
-    other_share.push_back(100.0f - linear_share.back() - matmul_share.back());
+    attention_share.push_back(static_cast<float>(100 * attention_s / p.profiled_seconds));
+    other_share.push_back(100.0f - linear_share.back() - attention_share.back());
     fixed_share.push_back(static_cast<float>(100 * fixed));
     fmt::print(
         "  {:>7} {:>8.2f} {:>6} {:>7.3f} {:>8.1f} {:>8.1f} {:>8.1f} {:>6.0f}% {:>6.0f}% "
         "{:>6.1f}%\n",
         p.size.d_model, p.profiled_seconds * 1e3, p.nodes, p.gemm_flops.total() * 1e-9,
-        step_rate.back(), linear_rate.back(), matmul_rate.back(), linear_share.back(),
-        matmul_share.back(), fixed_share.back());
+        step_rate.back(), linear_rate.back(), attention_rate.back(), linear_share.back(),
+        attention_share.back(), fixed_share.back());
   }
   const size_t small = 1, big = bigger_model(profiles);
   check.timing(
@@ -834,10 +834,10 @@ void overhead_bound(uint64_t seed, const std::vector<StepProfile>& profiles,
                   "large GEMM's {:.1f}",
                   step_rate[small], gemm_gflops_large));
   check.timing(
-      head < 0.25 * gemm_gflops_large && matmul_rate[small] < 0.25 * gemm_gflops_large,
+      head < 0.25 * gemm_gflops_large && attention_rate[small] < 0.25 * gemm_gflops_large,
       fmt::format("attention's products are tiny and slow: one head's Q K^T runs at {:.0f}% of "
-                  "the large GEMM's rate, the step's matmul ops at {:.0f}%",
-                  100 * head / gemm_gflops_large, 100 * matmul_rate[small] / gemm_gflops_large));
+                  "the large GEMM's rate, the step's attention ops at {:.0f}%",
+                  100 * head / gemm_gflops_large, 100 * attention_rate[small] / gemm_gflops_large));
   const double fixed_max = *std::max_element(fixed_share.begin(), fixed_share.end());
   check.timing(
       fixed_max < 10.0,
@@ -858,7 +858,7 @@ void overhead_bound(uint64_t seed, const std::vector<StepProfile>& profiles,
 
   viz::write_png(viz::line_plot({{.name = "whole training step", .xs = ds, .ys = step_rate},
                                  {.name = "linear ops", .xs = ds, .ys = linear_rate},
-                                 {.name = "matmul ops (attention)", .xs = ds, .ys = matmul_rate},
+                                 {.name = "attention ops", .xs = ds, .ys = attention_rate},
                                  {.name = fmt::format("one {0} x {0} GEMM", gemm_size),
                                   .xs = ds,
                                   .ys = bench_line,
@@ -871,7 +871,7 @@ void overhead_bound(uint64_t seed, const std::vector<StepProfile>& profiles,
                                  .height = 460}),
                  out_dir + kDir + "step_gflops.png");
   viz::write_png(viz::line_plot({{.name = "linear", .xs = ds, .ys = linear_share},
-                                 {.name = "matmul", .xs = ds, .ys = matmul_share},
+                                 {.name = "attention", .xs = ds, .ys = attention_share},
                                  {.name = "the rest", .xs = ds, .ys = other_share},
                                  {.name = "tape bookkeeping", .xs = ds, .ys = fixed_share}},
                                 {.title = "Where the time of a training step goes",

@@ -330,3 +330,50 @@ TEST_CASE("gemm: a leading dimension shorter than a row is refused", "[kernels][
           {.m = 4, .n = 4, .k = 3, .a = a.data(), .b = b.data(), .c = c.data(), .lda = 2}),
       Catch::Contains("lda = 2 is shorter than a stored row of 3 floats"));
 }
+
+TEST_CASE("gemm_blocked: a row of C has the same bits however many rows are multiplied",
+          "[kernels][gemm]") {
+  // 64 rows take the packed path, 1 or 3 rows the small-product path; both must sum every
+  // element in the same order (decoding with the key/value cache relies on it). K = 300 makes
+  // two blocks of K, N = 40 a partial vector.
+  std::mt19937 rng(5);
+  const int64_t m = 64, n = 40, k = 300;
+  for (const bool trans_a : {false, true}) {
+    for (const bool trans_b : {false, true}) {
+      for (const bool accumulate : {false, true}) {
+        INFO("trans " << trans_a << trans_b << " accumulate " << accumulate);
+        const std::vector<float> a = random_vector(m * k, rng), b = random_vector(k * n, rng);
+        const std::vector<float> c0 = random_vector(m * n, rng);
+        std::vector<float> all = c0;
+        gf::kernels::gemm_blocked({.trans_a = trans_a,
+                                   .trans_b = trans_b,
+                                   .m = m,
+                                   .n = n,
+                                   .k = k,
+                                   .a = a.data(),
+                                   .b = b.data(),
+                                   .c = all.data(),
+                                   .accumulate = accumulate});
+        for (const int64_t rows : {1, 3}) {
+          for (const int64_t first : {0, 17, 61}) {
+            // Rows first .. first + rows - 1 alone: A's rows (or, transposed, its columns)
+            // read through lda.
+            std::vector<float> some(c0.begin() + first * n, c0.begin() + (first + rows) * n);
+            gf::kernels::gemm_blocked({.trans_a = trans_a,
+                                       .trans_b = trans_b,
+                                       .m = rows,
+                                       .n = n,
+                                       .k = k,
+                                       .a = trans_a ? a.data() + first : a.data() + first * k,
+                                       .b = b.data(),
+                                       .c = some.data(),
+                                       .accumulate = accumulate,
+                                       .lda = trans_a ? m : k});
+            for (int64_t i = 0; i < rows * n; ++i)
+              REQUIRE(some[static_cast<size_t>(i)] == all[static_cast<size_t>(first * n + i)]);
+          }
+        }
+      }
+    }
+  }
+}

@@ -147,6 +147,11 @@ const std::vector<OpCase> op_cases = {
        return cross_entropy(x[0], kTargets, {.ignore_index = 0, .label_smoothing = 0.1f});
      },
      {{2, 3, 5}}},
+    {"attention",
+     [](const Tensors& x) {
+       return multi_head_attention(x[0], x[1], x[2], causal_mask(), /*heads=*/2, 0.5f);
+     },
+     {{2, 3, 4}, {2, 3, 4}, {2, 3, 4}}},
 };
 
 // The string literals in calls of the form record(y, "name", ...) in a source text.
