@@ -41,24 +41,31 @@ bool needs_grad(const std::vector<Tensor>& inputs) {
 void attach_node(Tensor& y, const char* op, std::vector<Tensor> inputs, BackwardFn backward) {
   auto node = std::make_shared<Node>();
   node->op = op;
-  node->inputs = std::move(inputs);
+  node->inputs.reserve(inputs.size());
+  for (const Tensor& x : inputs) {
+    Edge& edge = node->inputs.emplace_back();
+    if (!x.defined() || !x.requires_grad()) continue;
+    edge.shape = x.shape();
+    if (x.impl()->grad_fn)
+      edge.producer = x.impl()->grad_fn;
+    else
+      edge.leaf = x.impl_ptr();
+  }
   node->backward = std::move(backward);
   y.impl()->grad_fn = std::move(node);
   if (profile::profiling_on()) profile::detail::on_record(op);
 }
 
-// Destroying a node destroys its inputs, whose nodes destroy their inputs, and so on: for a
-// graph that was never differentiated (a long decode under grad mode, an RNN unrolled over
+// Destroying a node destroys its producers, which destroy theirs, and so on: for a graph
+// that was never differentiated (a long decode under grad mode, an RNN unrolled over
 // thousands of steps) that recursion can overflow the call stack. Instead, each node that is
 // about to die hands its sole-owned producers to a work list, which is emptied in a loop.
 static void release_into(Node& node, std::vector<std::shared_ptr<Node>>& pending) {
-  node.backward = nullptr;  // first: the closure may hold the other references to the inputs
-  for (Tensor& input : node.inputs) {
-    detail::TensorImpl* impl = input.impl();
-    if (impl && input.impl_ptr().use_count() == 1 && impl->grad_fn &&
-        impl->grad_fn.use_count() == 1)
-      pending.push_back(std::move(impl->grad_fn));
-  }
+  // The closure first: the tensors it captured may hold the other references to producers.
+  node.backward = nullptr;
+  for (Edge& edge : node.inputs)
+    if (edge.producer && edge.producer.use_count() == 1)
+      pending.push_back(std::move(edge.producer));
   node.inputs.clear();
 }
 
@@ -85,9 +92,7 @@ static std::vector<std::shared_ptr<Node>> topological_order(const std::shared_pt
   while (!stack.empty()) {
     auto& [node, next] = stack.back();
     if (next < node->inputs.size()) {
-      const Tensor& input = node->inputs[next++];
-      if (!input.defined()) continue;  // an optional input that was left out (a bias)
-      const std::shared_ptr<Node>& child = input.impl()->grad_fn;
+      const std::shared_ptr<Node>& child = node->inputs[next++].producer;
       if (child && visited.insert(child.get()).second) stack.push_back({child, 0});
     } else {
       order.push_back(std::move(node));  // every producer of its inputs is already listed
@@ -180,21 +185,21 @@ void backward(const Tensor& root, const Tensor& seed) {
         throw std::logic_error(fmt::format("{} backward: returned {} gradients for {} inputs",
                                            node.op, grads.size(), node.inputs.size()));
       for (size_t i = 0; i < grads.size(); ++i) {
-        const Tensor& input = node.inputs[i];
+        const Edge& edge = node.inputs[i];
         const Tensor& g = grads[i];
-        if (!g.defined() || !input.defined() || !input.requires_grad()) continue;
-        if (!(g.shape() == input.shape()))
+        if (!g.defined() || (!edge.producer && !edge.leaf)) continue;
+        if (!(g.shape() == edge.shape))
           throw std::logic_error(
               fmt::format("{} backward: gradient for input {} has shape {} but the input has "
                           "shape {}",
-                          node.op, i, g.shape(), input.shape()));
-        if (Node* producer = input.impl()->grad_fn.get())
-          accumulate(producer->grad_output, g, /*for_leaf=*/false);
+                          node.op, i, g.shape(), edge.shape));
+        if (edge.producer)
+          accumulate(edge.producer->grad_output, g, /*for_leaf=*/false);
         else
-          accumulate_leaf(*input.impl(), g);
+          accumulate_leaf(*edge.leaf, g);
       }
     }
-    // Release: the closure's captured tensors and the inputs are freed now, not when the
+    // Release: the closure's captured tensors and the edges are freed now, not when the
     // last handle to the loss goes away.
     node.backward = nullptr;
     node.inputs.clear();

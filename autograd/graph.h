@@ -1,15 +1,18 @@
 // The tape: define-by-run reverse-mode differentiation, as in PyTorch and micrograd.
 //
 // Every op that makes a tensor y from inputs that require grad calls record(), which hangs a
-// Node on y: the op's name, its inputs, and a backward function that maps dL/dy to one
-// gradient per input. backward() visits the nodes from the loss back to the leaves in reverse
+// Node on y: the op's name, where each input's gradient goes, and a backward function that
+// maps dL/dy to one gradient per input. backward() visits the nodes from the loss back to the leaves in reverse
 // topological order, calls each backward function once with the sum of the gradients that
 // reached its output, and accumulates the results into the leaves' grad(). Then it releases
 // the graph, so that the activations it kept alive are freed.
 //
-// Ownership runs one way: a tensor owns the node that made it, a node owns its inputs. A
-// backward function must therefore never capture its own output (that would be a cycle, and
-// a leak): it captures the inputs it needs, or the output's numbers as y.detach().
+// Ownership runs one way: a tensor owns the node that made it, a node owns the nodes that
+// made its inputs. A node does not own its input tensors: their numbers stay alive only if
+// the backward function captured them, so a tensor no backward needs (the output of an
+// addition or of a dropout) is freed as soon as the forward pass is done with it, as in
+// PyTorch. A backward function must never capture its own output (that would be a cycle,
+// and a leak): it captures the inputs it needs, or the output's numbers as y.detach().
 #pragma once
 
 #include <functional>
@@ -25,11 +28,19 @@ namespace gf {
 using Grads = std::vector<Tensor>;  // one gradient per input; undefined = no gradient
 using BackwardFn = std::function<Grads(const Tensor& grad_output)>;
 
+// Where the gradient of one input goes: into the node that made the input, or into the
+// grad() of a leaf. Both empty for an input that needs no gradient.
+struct Edge {
+  std::shared_ptr<Node> producer;            // the input was made by this node
+  std::shared_ptr<detail::TensorImpl> leaf;  // the input is this leaf (requires grad, no node)
+  Shape shape;                               // the input's shape, to check the gradient against
+};
+
 struct Node {
-  const char* op = "";         // a string literal: "matmul", "softmax", ...
-  std::vector<Tensor> inputs;  // the tensors the gradients flow back to
-  BackwardFn backward;         // dL/d(output) -> dL/d(input_i) for each input
-  Tensor grad_output;          // during backward(): the sum of gradients reaching the output
+  const char* op = "";       // a string literal: "matmul", "softmax", ...
+  std::vector<Edge> inputs;  // one per input of the op, in order
+  BackwardFn backward;       // dL/d(output) -> dL/d(input_i) for each input
+  Tensor grad_output;        // during backward(): the sum of gradients reaching the output
 
   Node() = default;
   Node(const Node&) = delete;

@@ -96,8 +96,8 @@ int main(int argc, char** argv) {
 
       const auto start = bench::Clock::now();
       adam.set_lr(nn::noam_lr(step, config.d_model, kWarmup));
+      adam.zero_grad();  // first, so the last step's gradients are not kept beside the activations
       const Tensor loss = cross_entropy(model.forward(src, tgt_in), tgt_out);
-      adam.zero_grad();
       loss.backward();
       adam.step();
       const double seconds = bench::seconds_since(start);

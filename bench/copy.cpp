@@ -150,9 +150,9 @@ double train_step(Transformer& model, nn::Adam& adam, const data::Batch& batch, 
                   const Workload& workload) {
   const auto start = bench::Clock::now();
   adam.set_lr(nn::noam_lr(step, workload.config.d_model, workload.warmup));
+  adam.zero_grad();  // first, so the last step's gradients are not kept beside the activations
   const Tensor logits = model.forward(batch.src, batch.tgt_in);  // [B, T, V]
   const Tensor loss = cross_entropy(logits, batch.tgt_out, {.ignore_index = data::kPad});
-  adam.zero_grad();
   loss.backward();
   adam.step();
   const double seconds = bench::seconds_since(start);

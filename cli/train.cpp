@@ -548,11 +548,13 @@ int run_train(const TrainOptions& options) {
     const BatchPosition position = source.position();
     const auto dropout = dropout_states(*model);
     const data::Batch batch = source.next();
+    // The last step's gradients go first, so that they do not sit in memory beside this
+    // step's activations.
+    model->zero_grad();
     const Tensor logits = model->forward(batch.src, batch.tgt_in);
     const Tensor loss =
         cross_entropy(logits, batch.tgt_out,
                       {.ignore_index = config.pad_id, .label_smoothing = o.label_smoothing});
-    model->zero_grad();
     loss.backward();
     // Checked before the update, so that the weights are still those of the last good step.
     std::optional<std::string> bad;

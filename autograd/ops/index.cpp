@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <array>
+#include <memory>
+#include <vector>
 
 #include "autograd/errors.h"
 #include "autograd/graph.h"
@@ -96,11 +98,23 @@ Tensor dropout(const Tensor& x, float p, Rng& rng) {
     throw std::invalid_argument(fmt::format("dropout: probability {} is outside [0, 1)", p));
   if (p == 0.0f) return x;
   const float scale = 1.0f / (1.0f - p);
-  Tensor mask = Tensor::empty(x.shape());
-  float* pm = mask.data();
-  for (int64_t i = 0; i < mask.numel(); ++i) pm[i] = rng.uniform() >= p ? scale : 0.0f;
-  Tensor y = detail::zip(x.shape(), x, mask, [](float v, float m) { return v * m; });
-  record(y, "dropout", {x}, [mask](const Tensor& grad_y) { return Grads{grad_y * mask}; });
+  // One byte per element is all the backward needs (kept or not), a quarter of a float mask:
+  // with dropout after every sub-layer, the masks are a good part of a step's memory.
+  auto keep = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(x.numel()));
+  for (uint8_t& k : *keep) k = rng.uniform() >= p ? 1 : 0;
+  Tensor y = Tensor::empty(x.shape());
+  const float* px = x.data();
+  float* py = y.data();
+  for (int64_t i = 0; i < x.numel(); ++i)
+    py[i] = px[i] * ((*keep)[static_cast<size_t>(i)] ? scale : 0.0f);
+  record(y, "dropout", {x}, [keep, scale](const Tensor& grad_y) {
+    Tensor grad_x = Tensor::empty(grad_y.shape());
+    const float* g = grad_y.data();
+    float* gx = grad_x.data();
+    for (int64_t i = 0; i < grad_y.numel(); ++i)
+      gx[i] = g[i] * ((*keep)[static_cast<size_t>(i)] ? scale : 0.0f);
+    return Grads{grad_x};
+  });
   return y;
 }
 

@@ -140,10 +140,10 @@ def train_step(model, opt, src, tgt_in, tgt_out, step, warmup):
     start = time.perf_counter()
     for group in opt.param_groups:
         group["lr"] = noam_lr(step, model.d_model, warmup)
+    opt.zero_grad(set_to_none=True)  # first, as on our side: no old gradients beside activations
     logits = model(src, tgt_in)
     loss = F.cross_entropy(logits.reshape(-1, model.vocab), tgt_out.reshape(-1),
                            ignore_index=PAD)
-    opt.zero_grad(set_to_none=True)
     loss.backward()
     opt.step()
     seconds = time.perf_counter() - start

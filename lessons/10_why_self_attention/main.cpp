@@ -271,21 +271,22 @@ Timings time_per_layer(bool quick, uint64_t seed, const std::string& out_dir, Ch
 // The longest chain of recorded ops from `from` (a leaf) to the tape's end at root: the
 // number of operations that must run one after another. -1 when from does not reach root.
 int64_t longest_path(const Tensor& root, const Tensor& from) {
+  if (root.impl() == from.impl()) return 0;
   std::unordered_map<const Node*, int64_t> memo;
-  const std::function<int64_t(const Tensor&)> depth = [&](const Tensor& t) -> int64_t {
-    if (t.impl() == from.impl()) return 0;
-    const Node* node = t.impl()->grad_fn.get();
-    if (node == nullptr) return -1;
+  // The longest chain of nodes from `node` down to `from`; -1 if it does not get there.
+  const std::function<int64_t(const Node*)> depth = [&](const Node* node) -> int64_t {
     if (const auto it = memo.find(node); it != memo.end()) return it->second;
     int64_t best = -1;
-    for (const Tensor& input : node->inputs)
-      if (input.defined()) {
-        const int64_t d = depth(input);
-        if (d >= 0) best = std::max(best, d + 1);
-      }
+    for (const Edge& input : node->inputs) {
+      const int64_t d = input.leaf.get() == from.impl() ? 0
+                        : input.producer                ? depth(input.producer.get())
+                                                        : -1;
+      if (d >= 0) best = std::max(best, d + 1);
+    }
     return memo[node] = best;
   };
-  return depth(root);
+  const Node* node = root.impl()->grad_fn.get();
+  return node ? depth(node) : -1;
 }
 
 // [snippet: sequential]

@@ -145,3 +145,26 @@ TEST_CASE("leaves never share a gradient tensor with each other or with the seed
   leaf.backward(leaf_seed);
   CHECK(leaf.grad().data() != leaf_seed.data());
 }
+
+TEST_CASE("the tape keeps only what backward functions need", "[autograd][graph]") {
+  // a = 3x is an input of a + 1, whose backward needs no numbers, and of nothing else: once
+  // the program drops a, its numbers are freed although the graph through it lives on.
+  Tensor x = Tensor::from({3}, {1.0f, 2.0f, 3.0f}).set_requires_grad();
+  Tensor a = x * 3.0f;
+  const std::weak_ptr<detail::TensorImpl> a_alive = a.impl_ptr();
+  Tensor loss = sum(a + 1.0f);
+  a = Tensor();
+  CHECK(a_alive.expired());
+  // ... and the gradient still flows through where it was: d/dx sum(3x + 1) = 3.
+  loss.backward();
+  for (int i = 0; i < 3; ++i) CHECK(x.grad().data()[i] == 3.0f);
+  // A tensor a backward function captured (x * y needs x and y) stays until backward is done.
+  Tensor y = Tensor::from({3}, {1.0f, 1.0f, 1.0f}).set_requires_grad();
+  Tensor b = y * 2.0f;
+  const std::weak_ptr<detail::TensorImpl> b_alive = b.impl_ptr();
+  Tensor product = sum(x * b);
+  b = Tensor();
+  CHECK(!b_alive.expired());
+  product.backward();
+  CHECK(b_alive.expired());
+}
