@@ -6,6 +6,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "autograd/kernels/parallel.h"
+
 namespace gf::nn {
 
 namespace {
@@ -55,15 +57,18 @@ void Adam::step() {
     Tensor& p = parameters_[i];
     const Tensor grad = p.grad();
     if (!grad.defined()) continue;
-    float* w = p.data();
-    float* m = m_[i].data();
-    float* v = v_[i].data();
-    const float* g = grad.data();
-    for (int64_t j = 0; j < p.numel(); ++j) {
-      m[j] = b1 * m[j] + (1.0f - b1) * g[j];
-      v[j] = b2 * v[j] + (1.0f - b2) * g[j] * g[j];
-      w[j] -= step_size * m[j] / (std::sqrt(v[j]) / sqrt_correction2 + eps);
-    }
+    float* __restrict w = p.data();
+    float* __restrict m = m_[i].data();
+    float* __restrict v = v_[i].data();
+    const float* __restrict g = grad.data();
+    // Each element on its own: any split between threads gives the same bits.
+    kernels::parallel_for(p.numel(), 16, [&](int64_t begin, int64_t end) {
+      for (int64_t j = begin; j < end; ++j) {
+        m[j] = b1 * m[j] + (1.0f - b1) * g[j];
+        v[j] = b2 * v[j] + (1.0f - b2) * g[j] * g[j];
+        w[j] -= step_size * m[j] / (std::sqrt(v[j]) / sqrt_correction2 + eps);
+      }
+    });
   }
 }
 

@@ -100,19 +100,18 @@ Tensor dropout(const Tensor& x, float p, Rng& rng) {
   const float scale = 1.0f / (1.0f - p);
   // One byte per element is all the backward needs (kept or not), a quarter of a float mask:
   // with dropout after every sub-layer, the masks are a good part of a step's memory.
-  auto keep = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(x.numel()));
+  const int64_t n = x.numel();
+  auto keep = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(n));
   for (uint8_t& k : *keep) k = rng.uniform() >= p ? 1 : 0;
+  // y_i = x_i * (kept ? 1/(1-p) : 0), and the same factor for the gradient.
+  auto apply = [scale, n](const uint8_t* kept, const float* in, float* out) {
+    for (int64_t i = 0; i < n; ++i) out[i] = in[i] * (kept[i] ? scale : 0.0f);
+  };
   Tensor y = Tensor::empty(x.shape());
-  const float* px = x.data();
-  float* py = y.data();
-  for (int64_t i = 0; i < x.numel(); ++i)
-    py[i] = px[i] * ((*keep)[static_cast<size_t>(i)] ? scale : 0.0f);
-  record(y, "dropout", {x}, [keep, scale](const Tensor& grad_y) {
+  apply(keep->data(), x.data(), y.data());
+  record(y, "dropout", {x}, [keep, apply](const Tensor& grad_y) {
     Tensor grad_x = Tensor::empty(grad_y.shape());
-    const float* g = grad_y.data();
-    float* gx = grad_x.data();
-    for (int64_t i = 0; i < grad_y.numel(); ++i)
-      gx[i] = g[i] * ((*keep)[static_cast<size_t>(i)] ? scale : 0.0f);
+    apply(keep->data(), grad_y.data(), grad_x.data());
     return Grads{grad_x};
   });
   return y;
