@@ -2,9 +2,9 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <map>
 #include <mutex>
 #include <new>
-#include <unordered_map>
 #include <vector>
 
 namespace gf {
@@ -33,24 +33,37 @@ size_t rounded_bytes(int64_t count) {
   return (bytes + kAlignment - 1) / kAlignment * kAlignment;
 }
 
+// A request may be served by a cached buffer up to this factor larger. Exact sizes alone
+// never reuse the activations that backward frees for the parameters' gradients, which have
+// other shapes ([512, 512] against [800, 512] in copy-base), so every gradient was fresh memory
+// on top of the cache: the peak grew by the size of the model.
+constexpr size_t kLargestFit = 2;
+
 class Pool {
  public:
-  float* take(size_t bytes) {
+  struct Buffer {
+    float* data;
+    size_t bytes;  // may exceed the request (kLargestFit)
+  };
+
+  Buffer take(size_t bytes) {
     if (enabled_.load(std::memory_order_relaxed)) {
       std::lock_guard lock(mutex_);
-      auto it = free_.find(bytes);
-      if (it != free_.end() && !it->second.empty()) {
-        float* p = it->second.back();
+      // The smallest cached buffer that is large enough (best fit).
+      auto it = free_.lower_bound(bytes);
+      if (it != free_.end() && it->first <= kLargestFit * bytes) {
+        const Buffer b{it->second.back(), it->first};
         it->second.pop_back();
-        cached_bytes_ -= static_cast<int64_t>(bytes);
+        if (it->second.empty()) free_.erase(it);
+        cached_bytes_ -= static_cast<int64_t>(b.bytes);
         ++reused_;
-        return p;
+        return b;
       }
       ++fresh_;
     }
     void* p = std::aligned_alloc(kAlignment, bytes);
     if (p == nullptr) throw std::bad_alloc();
-    return static_cast<float*>(p);
+    return {static_cast<float*>(p), bytes};
   }
 
   void give_back(float* p, size_t bytes) {
@@ -85,7 +98,7 @@ class Pool {
  private:
   std::atomic<bool> enabled_{kPoolByDefault};
   std::mutex mutex_;  // tensors are made and dropped on the kernels' worker threads too
-  std::unordered_map<size_t, std::vector<float*>> free_;
+  std::map<size_t, std::vector<float*>> free_;  // by size; no empty lists
   int64_t cached_bytes_ = 0, reused_ = 0, fresh_ = 0;
 };
 
@@ -99,9 +112,9 @@ Pool& pool() {
 }  // namespace
 
 std::shared_ptr<float[]> allocate_floats(int64_t count) {
-  const size_t bytes = rounded_bytes(count > 0 ? count : 1);
-  float* p = pool().take(bytes);
-  return std::shared_ptr<float[]>(p, [bytes](float* q) { pool().give_back(q, bytes); });
+  const Pool::Buffer b = pool().take(rounded_bytes(count > 0 ? count : 1));
+  return std::shared_ptr<float[]>(b.data,
+                                  [bytes = b.bytes](float* q) { pool().give_back(q, bytes); });
 }
 
 StoragePoolStats storage_pool_stats() {

@@ -6,8 +6,10 @@
 // 128 KB with mmap), and the first touch of every page then costs a page fault. Measured on the
 // copy task with one thread, before this pool: 600k page faults in 200 steps, and 30% of the
 // run's time spent in the kernel. So a freed buffer goes onto a free list for its size, and
-// the next allocation of that size takes it from there: after the first step, a step
-// allocates nothing new.
+// the next allocation takes the smallest cached buffer that holds it, if that is at most twice
+// the size it asked for: after the first step, a step allocates nothing new. (Exact sizes
+// alone would never hand the activations that backward frees to the parameters' gradients,
+// whose shapes differ, and the peak would grow by the model's size.)
 //
 // The pool never shrinks below what the busiest step needed; it caps what it holds
 // (kMaxCachedBytes) so that a one-off giant tensor does not stay cached forever. Under

@@ -62,3 +62,34 @@ TEST_CASE("turning the pool off hands back what it cached", "[autograd][storage]
   CHECK(storage_pool_stats().cached_bytes == 0);
   set_storage_pool_enabled(was);
 }
+
+TEST_CASE("a request takes the smallest cached buffer at most twice its size",
+          "[autograd][storage]") {
+  // Under AddressSanitizer the pool is off by default; the test turns it on for itself.
+  const bool was = set_storage_pool_enabled(false);  // empties the cache
+  set_storage_pool_enabled(true);
+  const int64_t n = 1 << 20;  // distinct from the sizes other tests leave behind
+  float* big = nullptr;
+  float* bigger = nullptr;
+  {
+    const auto a = allocate_floats(n), b = allocate_floats(3 * n);
+    big = a.get();
+    bigger = b.get();
+  }
+  const StoragePoolStats before = storage_pool_stats();
+  {
+    const auto fit = allocate_floats(3 * n / 4);  // n fits (3/4 of it), 3n would be 4x
+    CHECK(fit.get() == big);
+    const auto second = allocate_floats(2 * n);  // 3n is 1.5x: taken
+    CHECK(second.get() == bigger);
+    const auto small = allocate_floats(n / 4);  // nothing within 2x is left: fresh
+    CHECK(small.get() != big);
+    const StoragePoolStats after = storage_pool_stats();
+    CHECK(after.reused == before.reused + 2);
+    CHECK(after.fresh == before.fresh + 1);
+  }
+  // Each buffer goes back under its own size: n again serves n exactly.
+  { CHECK(allocate_floats(n).get() == big); }
+  set_storage_pool_enabled(false);
+  set_storage_pool_enabled(was);
+}
