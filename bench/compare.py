@@ -4,7 +4,7 @@
 hits both, and prints a markdown table: our number, PyTorch's and the ratio ours / PyTorch.
 
   bench/compare.py [--bin build/bin] [--workloads copy-tiny,decode] [--seed 1] [--smoke]
-                   [--raw out.jsonl]
+                   [--copy-seeds 5] [--raw out.jsonl]
 
 Both sides run with OMP_WAIT_POLICY=PASSIVE (PyTorch's idle OpenMP threads sleep instead of
 spinning; our thread pool does not read it) and OPENBLAS_NUM_THREADS=1 (OpenBLAS's own threads
@@ -18,6 +18,7 @@ import datetime
 import json
 import os
 import platform
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -83,6 +84,17 @@ def ratio(ours, theirs):
     return f"{ours / theirs:.2f}"
 
 
+def median_record(records):
+    """One record whose every numeric value is the median of the records' values."""
+    if not records:
+        return {}
+    merged = dict(records[0])
+    for key, value in records[0].items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            merged[key] = statistics.median(r[key] for r in records if key in r)
+    return merged
+
+
 def rows_for(workload, ours, theirs):
     """Pairs of (label, our result, PyTorch's result) to print for one workload."""
     if workload == "decode":
@@ -109,6 +121,10 @@ def main():
                         help="pass --smoke to every program (checks the script, not speed)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=1, help="passed to both sides")
+    parser.add_argument("--copy-seeds", type=int, default=5,
+                        help="copy-tiny runs with this many seeds (seed, seed + 1, ...) on each "
+                             "side and reports medians: how many steps a run needs to copy "
+                             "depends on its initialisation far more than on the framework")
     parser.add_argument("--raw", help="also write every JSON line to this file")
     args = parser.parse_args()
 
@@ -132,21 +148,30 @@ def main():
                      f"{OURS[w][0]}) or point --bin at your build's bin/")
 
     env = dict(os.environ, OMP_WAIT_POLICY="PASSIVE", OPENBLAS_NUM_THREADS="1")
-    common = ["--threads", str(args.threads), "--seed", str(args.seed)]
-    common += ["--smoke"] if args.smoke else []
+    common = ["--threads", str(args.threads)] + (["--smoke"] if args.smoke else [])
     started, load_before = datetime.datetime.now(), load_average()
-    results = {}
+    results, raw = {}, []
     for w in workloads:
-        ours = run([str(Path(args.bin) / OURS[w][0])] + OURS[w][1:] + common, env)
-        theirs = run([TORCH_PYTHON, str(TORCH_SCRIPT), w] + common, env)
+        seeds = range(args.seed, args.seed + (args.copy_seeds if w == "copy-tiny" else 1))
+        ours, theirs = [], []
+        for seed in seeds:
+            flags = common + ["--seed", str(seed)]
+            mine = run([str(Path(args.bin) / OURS[w][0])] + OURS[w][1:] + flags, env)
+            reference = run([TORCH_PYTHON, str(TORCH_SCRIPT), w] + flags, env)
+            raw += [dict(r, side="ours", seed=seed) for r in mine]
+            raw += [dict(r, side="pytorch", seed=seed) for r in reference]
+            ours.append(mine)
+            theirs.append(reference)
+        if len(seeds) > 1:  # one line per side: the medians over the seeds
+            ours = [median_record([r for runs in ours for r in runs])]
+            theirs = [median_record([r for runs in theirs for r in runs])]
+        else:
+            ours, theirs = ours[0], theirs[0]
         results[w] = (ours, theirs)
     if args.raw:
         with open(args.raw, "w") as out:
-            for w, (ours, theirs) in results.items():
-                for r in ours:
-                    out.write(json.dumps(dict(r, side="ours")) + "\n")
-                for r in theirs:
-                    out.write(json.dumps(dict(r, side="pytorch")) + "\n")
+            for r in raw:
+                out.write(json.dumps(r) + "\n")
 
     print(f"## gradformer vs PyTorch {torch_version}"
           + (" (--smoke: not a measurement)" if args.smoke else ""))
@@ -155,6 +180,8 @@ def main():
     print(f"- CPU: {cpu_model()}, {os.cpu_count()} logical cores; threads: {args.threads}")
     print(f"- load average (1, 5, 15 min) before: {load_before}; after: {load_average()}")
     print("- both sides: OMP_WAIT_POLICY=PASSIVE, OPENBLAS_NUM_THREADS=1")
+    if "copy-tiny" in workloads and args.copy_seeds > 1:
+        print(f"- copy-tiny: medians over seeds {args.seed} to {args.seed + args.copy_seeds - 1}")
     print()
     print("| workload | metric | ours | PyTorch | ours / PyTorch | better |")
     print("|---|---|---:|---:|---:|---|")
