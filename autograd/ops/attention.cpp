@@ -165,16 +165,8 @@ Tensor multi_head_attention(const Tensor& q, const Tensor& k, const Tensor& v, c
           for (int64_t j = 0; j < l.s; ++j)
             if (mask_row[j * m.ss] != 0.0f) row[j] = kNegInf;
         }
-        // Softmax as in ops/softmax.cpp: subtract the row maximum so that exp never
-        // overflows; a row with every key masked gives zeros, not 0/0 = NaN.
-        const float row_max = l.s > 0 ? kernels::max(row, l.s) : kNegInf;
-        if (row_max == kNegInf) {
-          std::fill_n(row, l.s, 0.0f);
-          continue;
-        }
-        for (int64_t j = 0; j < l.s; ++j) row[j] = std::exp(row[j] - row_max);
-        const float inv = 1.0f / kernels::sum(row, l.s);
-        for (int64_t j = 0; j < l.s; ++j) row[j] *= inv;
+        // The softmax of ops/softmax.cpp, in place: a row with every key masked gives zeros.
+        kernels::softmax_row(row, row, l.s);
       }
       // O_h = P_h V_h, written into head h's columns of y.
       kernels::gemm({.m = l.t,

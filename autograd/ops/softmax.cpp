@@ -40,18 +40,8 @@ Tensor softmax(const Tensor& x) {
   const float* px = x.data();
   float* py = y.data();
   kernels::parallel_for(r.count, 8 * r.n, [&](int64_t begin, int64_t end) {
-    for (int64_t row = begin; row < end; ++row) {
-      const float* xr = px + row * r.n;
-      float* yr = py + row * r.n;
-      const float m = r.n > 0 ? kernels::max(xr, r.n) : 0.0f;
-      if (m == kNegInf) {
-        std::fill_n(yr, r.n, 0.0f);
-        continue;
-      }
-      for (int64_t i = 0; i < r.n; ++i) yr[i] = std::exp(xr[i] - m);
-      const float inv = 1.0f / kernels::sum(yr, r.n);
-      for (int64_t i = 0; i < r.n; ++i) yr[i] *= inv;
-    }
+    for (int64_t row = begin; row < end; ++row)
+      kernels::softmax_row(px + row * r.n, py + row * r.n, r.n);
   });
   record(y, "softmax", {x}, [y = y.detach(), r](const Tensor& grad_y) {
     Tensor grad_x = Tensor::empty(y.shape());
