@@ -7,21 +7,13 @@
 #include <new>
 #include <vector>
 
+#include "autograd/sanitizers.h"
+
 namespace gf {
 
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kPoolByDefault = false;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kPoolByDefault = false;
-#else
-constexpr bool kPoolByDefault = true;
-#endif
-#else
-constexpr bool kPoolByDefault = true;
-#endif
+constexpr bool kPoolByDefault = !kAddressSanitizer;
 
 constexpr size_t kAlignment = 64;                      // a cache line; also AVX-512's width
 constexpr int64_t kMaxCachedBytes = int64_t{1} << 30;  // 1 GiB

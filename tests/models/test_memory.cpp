@@ -9,6 +9,7 @@
 
 #include "autograd/graph.h"
 #include "autograd/ops.h"
+#include "autograd/sanitizers.h"
 #include "data/batch.h"
 #include "data/tasks.h"
 #include "models/transformer.h"
@@ -30,17 +31,7 @@ double resident_mib() {
 // AddressSanitizer parks freed memory in a quarantine (256 MB by default) to catch uses after
 // free, so there resident memory grows until the quarantine is full whatever the program
 // does; that build checks for leaks with LeakSanitizer instead.
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kResidentMemoryMeansLeaks = false;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kResidentMemoryMeansLeaks = false;
-#else
-constexpr bool kResidentMemoryMeansLeaks = true;
-#endif
-#else
-constexpr bool kResidentMemoryMeansLeaks = true;
-#endif
+constexpr bool kResidentMemoryMeansLeaks = !kAddressSanitizer;
 
 }  // namespace
 
