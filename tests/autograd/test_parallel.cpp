@@ -48,7 +48,7 @@ std::vector<int64_t> chunk_starts(int64_t n, int64_t cost) {
 
 }  // namespace
 
-TEST_CASE("parallel_for cuts a loop into the same chunks at every thread count",
+TEST_CASE("pool: parallel_for cuts a loop into the same chunks at every thread count",
           "[kernels][parallel]") {
   ThreadsGuard guard;
   struct Loop {
@@ -75,7 +75,7 @@ TEST_CASE("parallel_for cuts a loop into the same chunks at every thread count",
   CHECK(gf::kernels::chunk_count(5, heavy) == 5);  // never more chunks than items
 }
 
-TEST_CASE("parallel_for keeps small work on the calling thread", "[kernels][parallel]") {
+TEST_CASE("pool: parallel_for keeps small work on the calling thread", "[kernels][parallel]") {
   ThreadsGuard guard;
   set_num_threads(2);
   const std::thread::id caller = std::this_thread::get_id();
@@ -89,7 +89,8 @@ TEST_CASE("parallel_for keeps small work on the calling thread", "[kernels][para
   CHECK(calls == 1);
 }
 
-TEST_CASE("run_parts runs every part once, on the caller and the workers", "[kernels][parallel]") {
+TEST_CASE("pool: run_parts runs every part once, on the caller and the workers",
+          "[kernels][parallel]") {
   ThreadsGuard guard;
   set_num_threads(3);
   const std::thread::id caller = std::this_thread::get_id();
@@ -115,7 +116,7 @@ TEST_CASE("run_parts runs every part once, on the caller and the workers", "[ker
   CHECK(by_workers.load() > 0);  // the workers took part (parts they claimed ran once too)
 }
 
-TEST_CASE("run_parts inside a part runs its parts inline", "[kernels][parallel]") {
+TEST_CASE("pool: run_parts inside a part runs its parts inline", "[kernels][parallel]") {
   ThreadsGuard guard;
   set_num_threads(2);
   std::vector<std::vector<int>> inner(2);
@@ -135,7 +136,7 @@ TEST_CASE("run_parts inside a part runs its parts inline", "[kernels][parallel]"
   }
 }
 
-TEST_CASE("the pool wakes its workers after they went to sleep", "[kernels][parallel]") {
+TEST_CASE("pool: workers wake up after they went to sleep", "[kernels][parallel]") {
   // Pauses far longer than the spin window send the worker to sleep before every job; a lost
   // wake-up would hang here. Then many jobs back to back, the common case in training.
   ThreadsGuard guard;
@@ -151,7 +152,7 @@ TEST_CASE("the pool wakes its workers after they went to sleep", "[kernels][para
   CHECK(total.load() == 20000 * 3);
 }
 
-TEST_CASE("two threads of a program can use the kernels at once", "[kernels][parallel]") {
+TEST_CASE("pool: two threads of a program can use the kernels at once", "[kernels][parallel]") {
   ThreadsGuard guard;
   set_num_threads(2);
   const int64_t n = 1 << 16;
@@ -175,7 +176,7 @@ TEST_CASE("two threads of a program can use the kernels at once", "[kernels][par
   CHECK(b == expected);
 }
 
-TEST_CASE("set_num_threads refuses a negative or huge count", "[kernels][parallel]") {
+TEST_CASE("pool: set_num_threads refuses a negative or huge count", "[kernels][parallel]") {
   ThreadsGuard guard;
   set_num_threads(2);
   REQUIRE_THROWS_WITH(set_num_threads(-1),
@@ -185,7 +186,7 @@ TEST_CASE("set_num_threads refuses a negative or huge count", "[kernels][paralle
   CHECK(num_threads() == 2);  // unchanged
 }
 
-TEST_CASE("every part runs exactly once while part counts vary from job to job",
+TEST_CASE("pool: every part runs exactly once while part counts vary from job to job",
           "[kernels][parallel][stress]") {
   // Consecutive jobs with different part counts are where a claim could reach into the next
   // job: a thread still looking at job N must never run a part of job N + 1. Each part counts
@@ -218,7 +219,7 @@ TEST_CASE("every part runs exactly once while part counts vary from job to job",
   }
 }
 
-TEST_CASE("an exception in a part reaches the caller once every part has ended",
+TEST_CASE("pool: an exception in a part reaches the caller once every part has ended",
           "[kernels][parallel]") {
   ThreadsGuard guard;
   Watchdog watchdog(60s, "the exception test");
@@ -250,7 +251,8 @@ TEST_CASE("an exception in a part reaches the caller once every part has ended",
   }
 }
 
-TEST_CASE("an exception in a loop body reaches the caller of parallel_for", "[kernels][parallel]") {
+TEST_CASE("pool: an exception in a loop body reaches the caller of parallel_for",
+          "[kernels][parallel]") {
   ThreadsGuard guard;
   set_num_threads(4);
   CHECK_THROWS_WITH(parallel_for(1 << 16, 1,
@@ -262,7 +264,7 @@ TEST_CASE("an exception in a loop body reaches the caller of parallel_for", "[ke
                     Catch::Contains("run_parts: 4096 parts; at most 4095"));
 }
 
-TEST_CASE("set_num_threads may change the pool while another thread runs work",
+TEST_CASE("pool: set_num_threads may change the pool while another thread runs work",
           "[kernels][parallel]") {
   ThreadsGuard guard;
   Watchdog watchdog(60s, "changing the thread count under load");
