@@ -9,7 +9,8 @@ hits both, and prints a markdown table: our number, PyTorch's and the ratio ours
 Each side runs each workload in its fastest setup on this machine. Before a workload's full
 run, every candidate setup of each side runs a short probe (the full run's model and batch,
 fewer steps), and the full run uses the side's fastest; the table says which won and what every
-probe took. The candidates, with N = --threads:
+probe took. A probe still running at three times the fastest one's time (plus 10 s) is
+stopped. The candidates, with N = --threads:
 
   ours     --threads 1 and N. Our pool reads nothing else: no OpenMP, and these programs
            do not call BLAS.
@@ -44,6 +45,7 @@ import platform
 import statistics
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -150,10 +152,17 @@ def torch_setups(threads):
     return setups
 
 
-def run(command, env):
-    """Runs one benchmark; returns its JSON lines. Its table on stderr goes to our stderr."""
+def run(command, env, timeout=None):
+    """Runs one benchmark; returns its JSON lines. Its table on stderr goes to our stderr.
+    After timeout seconds it is stopped and returns none."""
     print("$ " + " ".join(str(c) for c in command), file=sys.stderr, flush=True)
-    done = subprocess.run(command, env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        done = subprocess.run(command, env=env, stdout=subprocess.PIPE, text=True,
+                              timeout=timeout)
+    except subprocess.TimeoutExpired:
+        print(f"compare.py: stopped after {timeout:.0f} s, far slower than the fastest probe",
+              file=sys.stderr)
+        return []
     if done.returncode != 0:
         print(f"compare.py: exit status {done.returncode} from {command[0]}", file=sys.stderr)
     return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
@@ -206,12 +215,18 @@ class Choice:
 
 def fastest(workload, setups, command_for):
     """Runs a short probe in each setup; returns a Choice of the one with the lowest score.
-    A single candidate is not probed."""
+    A single candidate is not probed. A probe that takes more than three times as long as the
+    fastest so far (plus 10 s for starting up) is stopped: it cannot win, and a setup with more busy threads than cores
+    (two pools spinning at once) can be ten times slower."""
     if len(setups) == 1:
         return Choice(setups[0])
-    probes = []
+    probes, quickest = [], math.inf
     for setup in setups:
-        records = run(command_for(setup), setup.environment())
+        start = time.monotonic()
+        records = run(command_for(setup), setup.environment(),
+                      timeout=3 * quickest + 10 if quickest < math.inf else None)
+        if records:
+            quickest = min(quickest, time.monotonic() - start)
         probes.append((setup, probe_score(workload, records), records))
     best, score, _ = min(probes, key=lambda probe: probe[1])
     if score == math.inf:
@@ -272,7 +287,8 @@ def print_setups(workloads, choices, results):
     if not probed:
         return
     print("\nProbes, ms per step (attn-scaling: the sum over its layers and n up to the probe's; "
-          "* = chosen):\n")
+          "* = chosen; - = stopped at three times the fastest probe's time plus 10 s, or "
+          "failed):\n")
     print("| side | setup | " + " | ".join(probed) + " |")
     print("|---|---|" + "---:|" * len(probed))
     for side in ("ours", "pytorch"):
@@ -280,7 +296,8 @@ def print_setups(workloads, choices, results):
         for w in probed:
             choice = choices[w][side]
             for setup, score, records in choice.probes:
-                row = rows.setdefault(setup, {"record": records[0] if records else None})
+                row = rows.setdefault(setup, {"record": None})
+                row["record"] = row["record"] or (records[0] if records else None)
                 row[w] = ("-" if score == math.inf else fmt(score)) \
                     + (" *" if setup == choice.setup else "")
         for setup, row in rows.items():
