@@ -152,8 +152,9 @@ Tensor cross_entropy(const Tensor& logits, const IndexTensor& targets,
 // (K = D / heads; k and v may have batch 1, shared by every row). Returns [B, T, Dv] with head
 // h in its columns, i.e. Concat(head_1, ..., head_h), ready for W^O. The heads are read and
 // written in place: nothing is split, transposed or copied. mask (no gradient) broadcasts to
-// [B, H, T, S]. *probs, if given, receives the weights [B, H, T, S] (no gradient; do not
-// modify it). Fully masked rows give zero weights. Throws ShapeError.
+// [B, H, T, S]. *probs, if given, receives a copy of the weights [B, H, T, S] (no gradient):
+// backward reads the op's own, which editing a heatmap must not reach. Fully masked rows give
+// zero weights. Throws ShapeError.
 Tensor multi_head_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
                             int64_t heads, float scale, Tensor* probs = nullptr);
 
