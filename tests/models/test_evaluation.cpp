@@ -1,7 +1,12 @@
-// Evaluation: exact match by greedy decoding, whatever the targets end with.
+// Evaluation: exact match by greedy decoding, whatever the targets end with, and the
+// alignment score, which must leave the model as it found it.
 #include <catch2/catch.hpp>
+#include <string>
 #include <vector>
 
+#include "autograd/errors.h"
+#include "autograd/graph.h"
+#include "data/tokenizer.h"
 #include "models/decode.h"
 #include "models/evaluation.h"
 
@@ -51,4 +56,37 @@ TEST_CASE("exact_match counts the tokens a target holds with or without eos",
   CHECK(exact_match(model, std::vector{pair_to(src, whole), pair_to(src, {bos, out[0], wrong}),
                                        pair_to(src, {bos, out[0], out[1], out[2]})}) ==
         Approx(2.0 / 3.0));
+}
+
+TEST_CASE("score_alignment restores the model mode and attention recording and grad mode",
+          "[models][evaluation]") {
+  // Words with the space before them, as a word vocabulary keeps them (data/tokenizer.h).
+  const std::vector<std::string> words{"a", " b", " c", "x", " y", " z"};
+  const data::WordTokenizer tokenizer(words);
+  Rng rng(4);
+  Transformer model(tiny(tokenizer.size()), rng);
+  const data::SentencePairsFile file{
+      .name = "dev.tsv", .pairs = {{"a b c", "x y z", "0-0 1-1 2-2"}}, .lines = {1}, .skipped = {}};
+  nn::MultiHeadAttention& last = model.decoder.layers.back()->cross_attn;
+
+  model.train();
+  REQUIRE(grad_enabled());
+  CHECK(score_alignment(model, tokenizer, file).total == 3);
+  CHECK(model.training());
+  CHECK(grad_enabled());
+  CHECK_FALSE(last.record_attention);
+
+  SECTION("recording that was on stays on") {
+    model.record_attention(true);
+    score_alignment(model, tokenizer, file);
+    CHECK(last.record_attention);
+    CHECK(model.decoder.layers.front()->cross_attn.record_attention);
+  }
+  SECTION("the same when a line is refused") {
+    const data::SentencePairsFile bad{
+        .name = "dev.tsv", .pairs = {{"a b c", "x y z", "0-0 oops"}}, .lines = {7}, .skipped = {}};
+    CHECK_THROWS_AS(score_alignment(model, tokenizer, bad), FormatError);
+    CHECK(model.training());
+    CHECK_FALSE(last.record_attention);
+  }
 }
