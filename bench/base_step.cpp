@@ -1,6 +1,6 @@
 // bench/base_step: one training step of the paper's base model (Table 3: N=6, d_model 512,
 // d_ff 2048, h 8, dropout 0.1) with a tied vocabulary of 8000 (§3.4), on random ids: source
-// and target length 32, batch 16 (BENCHMARKS.md's base-step). A step is forward + backward +
+// and target length 32, batch 16 (bench/README.md's base-step). A step is forward + backward +
 // Adam at the warm-up schedule's rate (§5.3); its time excludes drawing the ids.
 //
 // Before timing, the first step's loss is checked against log V: an untrained model guesses

@@ -1,5 +1,5 @@
 // What the model benchmarks share: their command line, a stopwatch, medians, peak memory and
-// the JSON line each result is printed as (BENCHMARKS.md lists the keys). bench/torch/ prints
+// the JSON line each result is printed as (bench/README.md lists the keys). bench/torch/ prints
 // the same lines for PyTorch, and bench/compare.py puts the two side by side.
 #pragma once
 
@@ -24,7 +24,7 @@ namespace gf::bench {
 
 struct CommonOptions {
   bool smoke = false;  // tiny step counts, for CI: the program runs in a second or two
-  int threads = 2;     // BENCHMARKS.md: every workload on two threads
+  int threads = 2;     // bench/README.md: every workload on two threads
   uint64_t seed = 1;
 };
 

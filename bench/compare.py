@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Runs each benchmark workload of BENCHMARKS.md twice, ours (bench/*.cpp) and PyTorch's
+"""Runs each benchmark workload of bench/README.md twice, ours (bench/*.cpp) and PyTorch's
 (bench/torch/workloads.py), one right after the other, so that a change in the machine's load
 hits both, and prints a markdown table: our number, PyTorch's and the ratio ours / PyTorch.
 

@@ -1,7 +1,7 @@
-// bench/copy: training speed on the copy task (BENCHMARKS.md's copy-tiny and copy-base), the
+// bench/copy: training speed on the copy task (bench/README.md's copy-tiny and copy-base), the
 // Annotated Transformer's first experiment: sequences of 10 ids from [1, 11), the first one
 // set to 1 (the start id), and the target equal to the source. There is no end id, so every
-// id from 2 to 10 is content (data/tasks.h's copy task differs; BENCHMARKS.md fixes this one).
+// id from 2 to 10 is content (data/tasks.h's copy task differs; bench/README.md fixes this one).
 //
 // A step is forward + backward + Adam (beta 0.9, 0.98, eps 1e-9) at the warm-up schedule's
 // rate (§5.3, eq. 3). Times cover those three only: building the batch and the copy checks

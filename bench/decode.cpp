@@ -1,6 +1,6 @@
 // bench/decode: greedy decoding speed of the base-size model (Table 3 with a tied vocabulary
 // of 8000, as bench/base_step), batch 16, 32 generated tokens per row from 32 random source
-// ids (BENCHMARKS.md's decode). The model is untrained: speed does not depend on the weights.
+// ids (bench/README.md's decode). The model is untrained: speed does not depend on the weights.
 //
 // Ours decodes with the key/value cache (models/decode.h), so step t computes one new
 // position; without it step t recomputes all t + 1. Before timing, both are run once on the

@@ -1,7 +1,7 @@
 // bench/gemm: GFLOP/s of the GEMM kernels on square matrices C = A B, with 1 and 2 threads.
 // As in llm.c's dev/ kernels, each size is first checked (the fast kernels against the naive
 // one, or against BLAS where the naive loop is too slow) and only then timed: the median of
-// repeated runs after a warm-up. stdout gets one JSON object per result (see BENCHMARKS.md);
+// repeated runs after a warm-up. stdout gets one JSON object per result (see bench/README.md);
 // stderr gets a table for people.
 //
 //   gemm [--smoke] [--sizes 512,1024] [--naive]

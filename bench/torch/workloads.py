@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The benchmark workloads of BENCHMARKS.md written in PyTorch, the reference our programs in
+"""The benchmark workloads of bench/README.md written in PyTorch, the reference our programs in
 bench/ are measured against. Each workload prints the same JSON lines as its C++ twin:
 
   copy-tiny, copy-base   bench/copy.cpp          base-step      bench/base_step.cpp
@@ -405,7 +405,7 @@ def main():
     if args.interop_threads > 0:  # only possible before any inter-op work has started
         torch.set_num_interop_threads(args.interop_threads)
     torch.set_num_threads(args.threads)
-    torch.set_flush_denormal(True)  # subnormals make GEMM ~100x slower (BENCHMARKS.md)
+    torch.set_flush_denormal(True)  # subnormals make GEMM ~100x slower (autograd/kernels/cpu.h)
     check_blas()
     CONFIG.update(setup())
     torch.manual_seed(args.seed)
