@@ -10,7 +10,7 @@
 #include <unordered_set>
 
 #include "autograd/errors.h"
-#include "autograd/ops.h"
+#include "autograd/kernels/elementwise.h"
 #include "autograd/profile.h"
 
 namespace gf {
@@ -122,7 +122,10 @@ int64_t count_nodes(const Tensor& root) {
 // place), so a leaf never keeps a tensor that anything else still refers to.
 static void accumulate(Tensor& slot, const Tensor& g, bool for_leaf) {
   if (slot.defined()) {
-    slot = slot + g;
+    // A kernel's add, not ops.h's operator+: the tape stays below the ops that record on it.
+    Tensor sum = Tensor::empty(slot.shape());  // slot and g have the input's shape
+    kernels::add(slot.data(), g.data(), sum.data(), sum.numel());
+    slot = sum;
   } else if (for_leaf && (g.impl_ptr().use_count() > 1 || g.impl()->storage.use_count() > 1)) {
     slot = g.clone();
   } else {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "autograd/tensor.h"
@@ -132,13 +133,16 @@ Tensor log_softmax(const Tensor& x);
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps = 1e-5f);
 
 struct CrossEntropyOptions {
-  int32_t ignore_index = -1;     // targets equal to this add no loss (padding); -1: none
+  // Targets equal to this add no loss (padding). Unset by default, so every target must be a
+  // class: a sentinel such as -1 for "none" would silently ignore a target of -1.
+  std::optional<int32_t> ignore_index = std::nullopt;
   float label_smoothing = 0.0f;  // epsilon_ls of §5.4; the target puts (1-eps) + eps/V on the
                                  // true class and eps/V on every other class, as PyTorch does
 };
 // Mean cross-entropy between softmax(logits) and the (smoothed) targets, over the positions
 // whose target is not ignored; 0 when all are. logits [..., V], targets [...] with ids in
-// [0, V). Returns shape []. Throws ShapeError / IndexError.
+// [0, V). Returns shape []. Throws ShapeError, and IndexError naming the first target (value
+// and position) that is neither a class nor the ignore index.
 Tensor cross_entropy(const Tensor& logits, const IndexTensor& targets,
                      const CrossEntropyOptions& options = {});
 
@@ -148,8 +152,9 @@ Tensor cross_entropy(const Tensor& logits, const IndexTensor& targets,
 // (K = D / heads; k and v may have batch 1, shared by every row). Returns [B, T, Dv] with head
 // h in its columns, i.e. Concat(head_1, ..., head_h), ready for W^O. The heads are read and
 // written in place: nothing is split, transposed or copied. mask (no gradient) broadcasts to
-// [B, H, T, S]. *probs, if given, receives the weights [B, H, T, S] (no gradient; do not
-// modify it). Fully masked rows give zero weights. Throws ShapeError.
+// [B, H, T, S]. *probs, if given, receives a copy of the weights [B, H, T, S] (no gradient):
+// backward reads the op's own, which editing a heatmap must not reach. Fully masked rows give
+// zero weights. Throws ShapeError.
 Tensor multi_head_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
                             int64_t heads, float scale, Tensor* probs = nullptr);
 

@@ -7,7 +7,6 @@
 
 #include "autograd/errors.h"
 #include "autograd/graph.h"
-#include "autograd/kernels/parallel.h"
 #include "autograd/random.h"
 #include "autograd/storage.h"
 
@@ -61,9 +60,6 @@ static void check_dims(const char* what, const Shape& shape) {
 
 Tensor Tensor::empty(const Shape& shape) {
   check_dims("tensor", shape);
-  // Every op writes its result into a tensor made here, so this is the one place that
-  // guarantees the computing thread runs with subnormals flushed (kernels/parallel.h).
-  kernels::flush_denormals_on_this_thread();
   auto impl = std::make_shared<detail::TensorImpl>();
   impl->shape = shape;
   // Uninitialised (kernels write every element anyway), and recycled (storage.h).

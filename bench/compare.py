@@ -4,23 +4,49 @@
 hits both, and prints a markdown table: our number, PyTorch's and the ratio ours / PyTorch.
 
   bench/compare.py [--bin build/bin] [--workloads copy-tiny,decode] [--seed 1] [--smoke]
-                   [--copy-seeds 5] [--raw out.jsonl]
+                   [--threads 2] [--copy-seeds 5] [--no-probe] [--raw out.jsonl]
 
-Both sides run with OMP_WAIT_POLICY=PASSIVE (PyTorch's idle OpenMP threads sleep instead of
-spinning; our thread pool does not read it) and OPENBLAS_NUM_THREADS=1 (OpenBLAS's own threads
-would fight the OpenMP or pool threads), on 2 threads:
-torch.set_num_threads(2) and our --threads 2. PyTorch is Debian's python3-torch, which only
-/usr/bin/python3 imports; this script itself runs with any python3.
+Each side runs each workload in its fastest setup on this machine. Before a workload's full
+run, every candidate setup of each side runs a short probe (the full run's model and batch,
+fewer steps), and the full run uses the side's fastest; the table says which won and what every
+probe took. A probe still running at three times the fastest one's time (plus 10 s) is
+stopped. The candidates, with N = --threads:
+
+  ours     --threads 1 and N. Our pool reads nothing else: no OpenMP, and these programs
+           do not call BLAS.
+  PyTorch  torch.set_num_threads 1 and N (its OpenMP pool for element-wise ops, reductions
+           and oneDNN), times OPENBLAS_NUM_THREADS 1 and N (Debian's torch does its matrix
+           products in OpenBLAS, which keeps a pthreads pool of its own), times OMP_WAIT_POLICY
+           PASSIVE (idle OpenMP threads sleep at once, leaving the core to OpenBLAS) or unset
+           (libgomp spins a while first, which hands the next op over sooner); with one torch
+           thread there is no OpenMP pool, so the policy is not varied. When the environment
+           sets OPENBLAS_CORETYPE or OPENBLAS_L2_SIZE (some machines pin OpenBLAS to older
+           kernels to avoid bugs of older releases), each candidate also runs with both unset,
+           so that OpenBLAS picks its kernels from the CPU; workloads.py checks its products
+           against a reference before timing, so a wrong kernel stops rather than wins.
+           Inter-op threads are left alone: eager training and decoding start no inter-op
+           work, and the CPU autograd engine runs backward on the calling thread.
+
+--no-probe skips the probes: ours runs with --threads N, PyTorch with torch threads N and the
+environment as given (for example OPENBLAS_NUM_THREADS=1 OMP_WAIT_POLICY=PASSIVE
+bench/compare.py --no-probe reproduces the setup used before probing existed). With --smoke
+every run is a smoke run and only two candidates per side are probed: it checks the script.
+
+PyTorch is Debian's python3-torch, which only /usr/bin/python3 imports; this script itself runs
+with any python3.
 """
 
 import argparse
 import datetime
 import json
+import math
 import os
 import platform
 import statistics
 import subprocess
 import sys
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,6 +61,19 @@ OURS = {
     "decode": ["decode"],
     "attn-scaling": ["attn_scaling"],
 }
+
+# Our flags for a probe: the full run's model and batch with fewer steps. copy-base and decode
+# have no shorter mode, so their probe is a whole run (a few seconds each).
+OURS_PROBE = {
+    "copy-tiny": ["--smoke"],  # 25 steps of the full model and batch, 20 of them timed
+    "copy-base": [],
+    "base-step": ["--steps", "1"],
+    "decode": [],
+    "attn-scaling": ["--max-n", "512"],
+}
+
+# Pin OpenBLAS to a kernel set and cache size (see the docstring); unset together or not at all.
+OPENBLAS_CPU_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 
 # (key, label, which way is better); a row is printed when either side reports the key.
 METRICS = [
@@ -61,13 +100,138 @@ def load_average():
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def run(command, env):
-    """Runs one benchmark; returns its JSON lines. Its table on stderr goes to our stderr."""
+@dataclass(frozen=True)
+class Setup:
+    """One way to run one side: a thread count and the environment variables it changes
+    (None: removed from the environment)."""
+    threads: int
+    env: tuple = ()  # ((name, value or None), ...): a tuple, so that a Setup is hashable
+
+    def environment(self):
+        env = dict(os.environ)
+        for name, value in self.env:
+            if value is None:
+                env.pop(name, None)
+            else:
+                env[name] = value
+        return env
+
+    def describe(self, side, record=None):
+        if side == "ours":
+            return f"--threads {self.threads}"
+        env = dict(self.env)
+        words = [f"torch threads {self.threads}"]
+        for name in ("OPENBLAS_NUM_THREADS", "OMP_WAIT_POLICY"):
+            value = env[name] if name in env else os.environ.get(name)
+            words.append(f"{name}={value if value is not None else 'unset'}")
+        core = (record or {}).get("blas_core")
+        unpinned = any(name in env and env[name] is None for name in OPENBLAS_CPU_VARS)
+        if core or unpinned:
+            words.append(f"OpenBLAS kernels {core or '?'}"
+                         + (" (OPENBLAS_CORETYPE, _L2_SIZE unset)" if unpinned else ""))
+        return ", ".join(words)
+
+
+def our_setups(threads):
+    return [Setup(t) for t in sorted({1, threads})]
+
+
+def torch_setups(threads):
+    kernels = [()]  # OpenBLAS's kernels as the environment pins them, if it does
+    if any(name in os.environ for name in OPENBLAS_CPU_VARS):
+        kernels.append(tuple((name, None) for name in OPENBLAS_CPU_VARS))
+    setups = []
+    for torch_threads in sorted({1, threads}):
+        for blas_threads in sorted({1, threads}):
+            # The wait policy is how torch's idle OpenMP workers wait; one thread has none.
+            for wait in ("PASSIVE", None) if torch_threads > 1 else (None,):
+                for pin in kernels:
+                    env = (("OPENBLAS_NUM_THREADS", str(blas_threads)),
+                           ("OMP_WAIT_POLICY", wait)) + pin
+                    setups.append(Setup(torch_threads, env))
+    return setups
+
+
+def run(command, env, timeout=None):
+    """Runs one benchmark; returns its JSON lines. Its table on stderr goes to our stderr.
+    After timeout seconds it is stopped and returns none."""
     print("$ " + " ".join(str(c) for c in command), file=sys.stderr, flush=True)
-    done = subprocess.run(command, env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        done = subprocess.run(command, env=env, stdout=subprocess.PIPE, text=True,
+                              timeout=timeout)
+    except subprocess.TimeoutExpired:
+        print(f"compare.py: stopped after {timeout:.0f} s, far slower than the fastest probe",
+              file=sys.stderr)
+        return []
     if done.returncode != 0:
         print(f"compare.py: exit status {done.returncode} from {command[0]}", file=sys.stderr)
     return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+
+
+def candidate_setups(args):
+    """The setups each side's probes choose from (see the docstring)."""
+    if args.no_probe:
+        return {"ours": [Setup(args.threads)], "pytorch": [Setup(args.threads)]}
+    torch = torch_setups(args.threads)
+    if args.smoke:  # the first and the last: enough to check the probing, and quick
+        torch = [torch[0], torch[-1]] if len(torch) > 1 else torch
+    return {"ours": our_setups(args.threads), "pytorch": torch}
+
+
+def command(args, side, workload, setup, seed, probe=False):
+    """The command line of one run (or probe) of one side."""
+    if side == "ours":
+        extra = OURS_PROBE[workload] if probe else []
+        start = [str(Path(args.bin) / OURS[workload][0])] + OURS[workload][1:]
+    else:
+        extra = ["--probe"] if probe else []
+        start = [TORCH_PYTHON, str(TORCH_SCRIPT), workload]
+    if args.smoke:  # a smoke run is short already; its probes are smoke runs too
+        extra = ["--smoke"]
+    return start + extra + ["--threads", str(setup.threads), "--seed", str(seed)]
+
+
+def probe_score(workload, records):
+    """What a probe is ranked by: its ms per step (decode: ours with its cache, the row the
+    table leads with; attn-scaling: the sum over every layer and n). inf if it printed none."""
+    if workload == "decode":  # PyTorch's only row recomputes; ours with the cache comes first
+        records = sorted(records, key=lambda r: not r.get("cache"))
+    if workload != "attn-scaling":
+        records = records[:1]
+    times = [r["ms_per_step"] for r in records if isinstance(r.get("ms_per_step"), (int, float))]
+    return sum(times) if times else math.inf
+
+
+@dataclass
+class Choice:
+    """The setup a side runs a workload in, and the probes that chose it."""
+    setup: Setup
+    probes: list = field(default_factory=list)  # (setup, score, JSON lines), in run order
+
+    def probe_records(self):
+        """The JSON lines of the chosen setup's probe ([] when nothing was probed)."""
+        return next((records for setup, _, records in self.probes if setup == self.setup), [])
+
+
+def fastest(workload, setups, command_for):
+    """Runs a short probe in each setup; returns a Choice of the one with the lowest score.
+    A single candidate is not probed. A probe that takes more than three times as long as the
+    fastest so far (plus 10 s for starting up) is stopped: it cannot win, and a setup with more busy threads than cores
+    (two pools spinning at once) can be ten times slower."""
+    if len(setups) == 1:
+        return Choice(setups[0])
+    probes, quickest = [], math.inf
+    for setup in setups:
+        start = time.monotonic()
+        records = run(command_for(setup), setup.environment(),
+                      timeout=3 * quickest + 10 if quickest < math.inf else None)
+        if records:
+            quickest = min(quickest, time.monotonic() - start)
+        probes.append((setup, probe_score(workload, records), records))
+    best, score, _ = min(probes, key=lambda probe: probe[1])
+    if score == math.inf:
+        sys.exit(f"compare.py: every probe of {workload} failed")
+    return Choice(best, probes)
 
 
 def fmt(value):
@@ -111,6 +275,37 @@ def rows_for(workload, ours, theirs):
     return [(workload, ours[0] if ours else {}, theirs[0] if theirs else {})]
 
 
+def print_setups(workloads, choices, results):
+    """Which setup each side ran each workload in, then every probe's score (ms per step;
+    attn-scaling: summed over its rows), the chosen one marked *."""
+    print("\nSetups used:\n")
+    for w in workloads:
+        ours, theirs = results[w]
+        print(f"- {w}: ours {choices[w]['ours'].setup.describe('ours')}; PyTorch "
+              f"{choices[w]['pytorch'].setup.describe('pytorch', theirs[0] if theirs else None)}")
+    probed = [w for w in workloads if any(c.probes for c in choices[w].values())]
+    if not probed:
+        return
+    print("\nProbes, ms per step (attn-scaling: the sum over its layers and n up to the probe's; "
+          "* = chosen; - = stopped at three times the fastest probe's time plus 10 s, or "
+          "failed):\n")
+    print("| side | setup | " + " | ".join(probed) + " |")
+    print("|---|---|" + "---:|" * len(probed))
+    for side in ("ours", "pytorch"):
+        rows = {}  # setup -> {workload: cell}, in the order the candidates ran
+        for w in probed:
+            choice = choices[w][side]
+            for setup, score, records in choice.probes:
+                row = rows.setdefault(setup, {"record": None})
+                row["record"] = row["record"] or (records[0] if records else None)
+                row[w] = ("-" if score == math.inf else fmt(score)) \
+                    + (" *" if setup == choice.setup else "")
+        for setup, row in rows.items():
+            cells = " | ".join(row.get(w, "") for w in probed)
+            name = "ours" if side == "ours" else "PyTorch"
+            print(f"| {name} | {setup.describe(side, row['record'])} | {cells} |")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--bin", default=str(ROOT / "build" / "bin"),
@@ -119,7 +314,12 @@ def main():
                         help="comma-separated, from: " + ", ".join(OURS))
     parser.add_argument("--smoke", action="store_true",
                         help="pass --smoke to every program (checks the script, not speed)")
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=2,
+                        help="the most threads a candidate setup uses (default 2, the cores "
+                             "here); 1 is always a candidate too")
+    parser.add_argument("--no-probe", action="store_true",
+                        help="no probes: ours on --threads, PyTorch on --threads torch threads "
+                             "with the environment as given")
     parser.add_argument("--seed", type=int, default=1, help="passed to both sides")
     parser.add_argument("--copy-seeds", type=int, default=5,
                         help="copy-tiny runs with this many seeds (seed, seed + 1, ...) on each "
@@ -147,17 +347,32 @@ def main():
             sys.exit(f"compare.py: {program} not found; build it (cmake --build build --target "
                      f"{OURS[w][0]}) or point --bin at your build's bin/")
 
-    env = dict(os.environ, OMP_WAIT_POLICY="PASSIVE", OPENBLAS_NUM_THREADS="1")
-    common = ["--threads", str(args.threads)] + (["--smoke"] if args.smoke else [])
+    candidates = candidate_setups(args)
     started, load_before = datetime.datetime.now(), load_average()
-    results, raw = {}, []
+    results, choices, raw = {}, {}, []
     for w in workloads:
+        # Ours first, then PyTorch's, for the probes as for the runs.
+        choices[w] = {
+            side: fastest(w, candidates[side],
+                          lambda setup: command(args, side, w, setup, args.seed, probe=True))
+            for side in ("ours", "pytorch")
+        }
+        for side, choice in choices[w].items():
+            raw += [dict(record, side=side, probe=True, seed=args.seed)
+                    for _, _, records in choice.probes for record in records]
+        mine_setup, torch_setup = choices[w]["ours"].setup, choices[w]["pytorch"].setup
         seeds = range(args.seed, args.seed + (args.copy_seeds if w == "copy-tiny" else 1))
         ours, theirs = [], []
         for seed in seeds:
-            flags = common + ["--seed", str(seed)]
-            mine = run([str(Path(args.bin) / OURS[w][0])] + OURS[w][1:] + flags, env)
-            reference = run([TORCH_PYTHON, str(TORCH_SCRIPT), w] + flags, env)
+            if args.smoke and seed == args.seed and choices[w]["ours"].probes \
+                    and choices[w]["pytorch"].probes:
+                # A smoke probe is the smoke run itself: keep its lines rather than run it again.
+                ours.append(choices[w]["ours"].probe_records())
+                theirs.append(choices[w]["pytorch"].probe_records())
+                continue
+            mine = run(command(args, "ours", w, mine_setup, seed), mine_setup.environment())
+            reference = run(command(args, "pytorch", w, torch_setup, seed),
+                            torch_setup.environment())
             raw += [dict(r, side="ours", seed=seed) for r in mine]
             raw += [dict(r, side="pytorch", seed=seed) for r in reference]
             ours.append(mine)
@@ -177,9 +392,11 @@ def main():
           + (" (--smoke: not a measurement)" if args.smoke else ""))
     print()
     print(f"- date: {started:%Y-%m-%d %H:%M}, {(datetime.datetime.now() - started).seconds} s")
-    print(f"- CPU: {cpu_model()}, {os.cpu_count()} logical cores; threads: {args.threads}")
+    print(f"- CPU: {cpu_model()}, {os.cpu_count()} logical cores; at most {args.threads} "
+          "threads a side")
     print(f"- load average (1, 5, 15 min) before: {load_before}; after: {load_average()}")
-    print("- both sides: OMP_WAIT_POLICY=PASSIVE, OPENBLAS_NUM_THREADS=1")
+    print("- setups: " + ("as given (--no-probe)" if args.no_probe else
+                          "each side's fastest in short probes, listed under the table"))
     if "copy-tiny" in workloads and args.copy_seeds > 1:
         print(f"- copy-tiny: medians over seeds {args.seed} to {args.seed + args.copy_seeds - 1}")
     print()
@@ -201,6 +418,7 @@ def main():
     if mismatched:
         print("\nparameter counts differ (the twins are not the same model): "
               + "; ".join(mismatched))
+    print_setups(workloads, choices, results)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/kernels/parallel.h"
 #include "cli/commands.h"
 
 // A seed is any non-negative integer. CLI11 would read "-1" into an unsigned seed as
@@ -29,6 +30,9 @@ const CLI::Validator kSeed(
                     : "must be a non-negative integer (below 2^64), got \"" + value + "\"";
     },
     "SEED");
+
+const char* const kThreadsHelp =
+    "Threads (0: one per core, or OMP_NUM_THREADS); the results are the same bits for any count";
 
 int main(int argc, char** argv) {
   using namespace gf::cli;
@@ -112,7 +116,7 @@ int main(int argc, char** argv) {
   t->add_option("--seed", train.seed, "Random seed: the same seed gives the same run")
       ->check(kSeed)
       ->capture_default_str();
-  t->add_option("--threads", train.threads, "Threads (0: all cores)")->capture_default_str();
+  t->add_option("--threads", train.threads, kThreadsHelp)->capture_default_str();
   t->add_option("--save", train.save,
                 "Checkpoint to write; beside it go the training state (NAME.train-state."
                 "safetensors, for --resume) and the curves (default with --resume: the "
@@ -208,6 +212,13 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   g->add_option("--out", generate.out, "Directory to write the files into")->capture_default_str();
 
+  // Every command that runs the model takes --threads (train keeps its own in TrainOptions).
+  int threads = 0;
+  for (CLI::App* command : {s, d, a, tr, ev})
+    command->add_option("--threads", threads, kThreadsHelp)
+        ->capture_default_str()
+        ->check(CLI::Range(0, gf::kernels::kMaxThreads));
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -224,6 +235,7 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   try {
+    if (threads != 0) gf::kernels::set_num_threads(threads);
     if (t->parsed()) {
       for (const CLI::Option* option : t->get_options())
         if (option->count() > 0 && !option->get_lnames().empty())

@@ -32,7 +32,7 @@
 #include "data/parallel_corpus.h"
 #include "data/tasks.h"
 #include "data/toy_language.h"
-#include "models/decode.h"
+#include "models/evaluation.h"
 #include "nn/checkpoint.h"
 #include "nn/optim.h"
 #include "viz/line_plot.h"
@@ -40,22 +40,6 @@
 namespace gf::cli {
 
 namespace {
-
-// The fraction of pairs whose greedy decoding reproduces the target exactly.
-double exact_match(Transformer& model, const std::vector<data::Pair>& pairs) {
-  int64_t exact = 0;
-  for (const auto& chunk : data::batches_in_order(pairs, 64)) {
-    std::vector<std::vector<int32_t>> sources;
-    for (const data::Pair& p : chunk) sources.push_back(p.src);
-    const std::vector<TokenIds> outputs =
-        greedy_decode(model, data::pad_sequences(sources, model.config.pad_id));
-    for (size_t i = 0; i < chunk.size(); ++i) {
-      const std::vector<int32_t>& tgt = chunk[i].tgt;  // bos ... eos
-      exact += outputs[i] == TokenIds(tgt.begin() + 1, tgt.end() - 1);
-    }
-  }
-  return static_cast<double>(exact) / static_cast<double>(pairs.size());
-}
 
 bool is_text_task(const TrainOptions& o) {
   return o.task == "translate" || o.task == "toy-translation";

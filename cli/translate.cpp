@@ -11,6 +11,7 @@
 #include "cli/translation.h"
 #include "data/toy_language.h"
 #include "data/utf8.h"
+#include "models/evaluation.h"
 
 namespace gf::cli {
 

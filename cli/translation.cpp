@@ -6,11 +6,8 @@
 #include <numeric>
 #include <stdexcept>
 
-#include "autograd/errors.h"
-#include "autograd/graph.h"
 #include "data/batch.h"
-#include "data/parallel_corpus.h"
-#include "data/toy_language.h"
+#include "data/vocab.h"
 #include "models/decode.h"
 
 namespace gf::cli {
@@ -65,52 +62,6 @@ TranslationScores score_translations(Transformer& model, const data::Tokenizer& 
   scores.bleu = data::corpus_bleu(scores.hypotheses, references);
   scores.chrf = data::corpus_chrf(scores.hypotheses, references);
   return scores;
-}
-
-data::AlignmentScore score_alignment(Transformer& model, const data::Tokenizer& tokenizer,
-                                     const data::SentencePairsFile& file, int64_t layer) {
-  const int64_t layers = model.config.decoder_layers;
-  if (layer < -1 || layer >= layers)
-    throw std::invalid_argument(fmt::format(
-        "alignment layer {} does not exist: the decoder has layers 1 to {}", layer + 1, layers));
-  const auto chosen = static_cast<size_t>(layer < 0 ? layers - 1 : layer);
-  data::AlignmentScore score;
-  model.eval();
-  model.record_attention(true);
-  NoGrad no_grad;
-  for (size_t i = 0; i < file.pairs.size(); ++i) {
-    const data::SentencePair& p = file.pairs[i];
-    std::vector<std::pair<int32_t, int32_t>> gold;
-    try {
-      gold = data::parse_alignment(p.extra);
-    } catch (const std::exception& e) {
-      throw FormatError(fmt::format("{}:{}: {}", file.name, file.lines[i], e.what()));
-    }
-    const data::Pair pair = data::encode_pair(tokenizer, p.source, p.target);
-    // Teacher forcing on the reference: row t of the cross-attention is the step that produces
-    // tgt[t + 1], so the rows are the target's tokens, then <eos> (no word).
-    const std::vector<int32_t> tgt_in(pair.tgt.begin(), pair.tgt.end() - 1);
-    model.forward(IndexTensor::from({1, static_cast<int64_t>(pair.src.size())}, pair.src),
-                  IndexTensor::from({1, static_cast<int64_t>(tgt_in.size())}, tgt_in));
-    const Tensor probs = model.attention(AttentionKind::Cross)[chosen];  // [1, H, T, S]
-    const int64_t heads = probs.dim(1), rows = probs.dim(2), columns = probs.dim(3);
-    std::vector<float> mean(static_cast<size_t>(rows * columns), 0.0f);
-    for (int64_t h = 0; h < heads; ++h)
-      for (int64_t k = 0; k < rows * columns; ++k)
-        mean[static_cast<size_t>(k)] +=
-            probs.data()[h * rows * columns + k] / static_cast<float>(heads);
-    std::vector<int32_t> target_words = data::word_of_tokens(
-        tokenizer, std::span<const int32_t>(pair.tgt).subspan(1, pair.tgt.size() - 2));
-    target_words.push_back(-1);  // the row that produces <eos>
-    const std::vector<int32_t> source_words = data::word_of_tokens(tokenizer, pair.src);
-    try {
-      data::add_alignment_score(mean, target_words, source_words, gold, score);
-    } catch (const std::exception& e) {
-      throw FormatError(fmt::format("{}:{}: {}", file.name, file.lines[i], e.what()));
-    }
-  }
-  model.record_attention(false);
-  return score;
 }
 
 }  // namespace gf::cli

@@ -11,7 +11,6 @@
 #include "data/bleu.h"
 #include "data/sentence_pairs.h"
 #include "data/tokenizer.h"
-#include "data/word_alignment.h"
 #include "models/transformer.h"
 
 namespace gf::cli {
@@ -40,13 +39,5 @@ struct TranslationScores {
 TranslationScores score_translations(Transformer& model, const data::Tokenizer& tokenizer,
                                      std::span<const data::SentencePair> pairs,
                                      const DecodeSettings& settings = {});
-
-// How well cross-attention finds the gold word alignment (data/word_alignment.h) on pairs whose
-// third column is one: the reference target is fed with teacher forcing, and each target
-// word's pooled attention in decoder layer `layer` (0-based; -1: the last), heads averaged, is
-// compared with its aligned source word. Throws FormatError "NAME:LINE: ..." for a third column
-// that is not an alignment.
-data::AlignmentScore score_alignment(Transformer& model, const data::Tokenizer& tokenizer,
-                                     const data::SentencePairsFile& file, int64_t layer = -1);
 
 }  // namespace gf::cli

@@ -15,21 +15,6 @@ namespace gf {
 
 namespace {
 
-// Puts a model in eval mode for the scope of a decode and restores its mode afterwards.
-class EvalScope {
- public:
-  explicit EvalScope(Transformer& model) : model_(model), was_training_(model.training()) {
-    model_.eval();
-  }
-  ~EvalScope() { model_.train(was_training_); }
-  EvalScope(const EvalScope&) = delete;
-  EvalScope& operator=(const EvalScope&) = delete;
-
- private:
-  Transformer& model_;
-  bool was_training_;
-};
-
 void check_source(const char* op, const Transformer& model, const IndexTensor& src) {
   if (src.shape().rank() != 2 || src.shape()[0] == 0 || src.shape()[1] == 0)
     throw ShapeError(
@@ -72,7 +57,7 @@ int32_t argmax(const float* p, int64_t n) {
 std::vector<TokenIds> greedy_decode(Transformer& model, const IndexTensor& src,
                                     const GreedyOptions& options) {
   check_source("greedy_decode", model, src);
-  EvalScope eval(model);
+  nn::EvalScope eval(model);
   NoGrad no_grad;
   const TransformerConfig& c = model.config;
   const int64_t batch = src.shape()[0], steps = steps_for(model, src, options.max_len);
@@ -234,7 +219,7 @@ std::vector<BeamResult> beam_search_scored(Transformer& model, const IndexTensor
   if (options.beam < 1)
     throw std::invalid_argument(
         fmt::format("beam_search: beam must be at least 1, got {}", options.beam));
-  EvalScope eval(model);
+  nn::EvalScope eval(model);
   NoGrad no_grad;
   const int64_t batch = src.shape()[0], length = src.shape()[1];
   std::vector<BeamResult> output;

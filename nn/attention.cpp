@@ -25,7 +25,7 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   Tensor scores = matmul(q, transpose(k, -1, -2)) * scale;  // [B, H, T, S]
   if (mask.defined()) scores = masked_fill(scores, mask, -std::numeric_limits<float>::infinity());
   Tensor weights = softmax(scores);
-  if (probs) *probs = weights.detach();
+  if (probs) *probs = weights.clone();  // a copy: softmax's backward reads weights
   return matmul(weights, v);
 }
 

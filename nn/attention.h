@@ -28,7 +28,8 @@ namespace gf::nn {
 
 // softmax(q k^T / sqrt(K) masked) v for q [B, H, T, K], k and v [B, H, S, K]. mask broadcasts
 // to [B, H, T, S]; where it is non-zero the score becomes -inf (§3.2.3), so that position gets
-// probability 0. Returns [B, H, T, K]; stores the probabilities [B, H, T, S] in *probs if given.
+// probability 0. Returns [B, H, T, K]; stores a copy of the probabilities [B, H, T, S] in
+// *probs if given.
 // Composed from matmul, transpose, masked_fill and softmax, to be read: MultiHeadAttention runs
 // the fused multi_head_attention instead, and a test checks the two against each other.
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
@@ -78,8 +79,9 @@ class MultiHeadAttention : public Module {
   Tensor cross_attend_cached(const Tensor& query, const Tensor& memory, const Tensor& mask,
                              KVCache& cache);
 
-  // When set, forward keeps the last attention probabilities [B, H, T, S] in last_attention
-  // (detached), for heatmaps.
+  // When set, forward keeps a copy of the last attention probabilities [B, H, T, S] in
+  // last_attention, for heatmaps. A copy, not the op's own: backward reads those, so drawing
+  // on (or normalising) a heatmap between forward and backward would change the gradients.
   bool record_attention = false;
   Tensor last_attention;
 

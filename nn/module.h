@@ -65,4 +65,20 @@ class Module {
   bool training_ = true;
 };
 
+// Eval mode for a scope (decoding, scoring) and the module's own mode back afterwards, however
+// the scope ends: a check run in the middle of training must leave dropout on.
+class EvalScope {
+ public:
+  explicit EvalScope(Module& module) : module_(module), was_training_(module.training()) {
+    module_.eval();
+  }
+  ~EvalScope() { module_.train(was_training_); }
+  EvalScope(const EvalScope&) = delete;
+  EvalScope& operator=(const EvalScope&) = delete;
+
+ private:
+  Module& module_;
+  bool was_training_;
+};
+
 }  // namespace gf::nn

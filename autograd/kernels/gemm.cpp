@@ -7,6 +7,8 @@
 #include <atomic>
 #include <stdexcept>
 
+#include "autograd/kernels/cpu.h"
+
 namespace gf::kernels {
 namespace {
 
@@ -70,6 +72,9 @@ void gemm(const GemmArgs& args) {
   check_ld(args.ldb, args.trans_b ? k : n, "ldb");
   check_ld(args.ldc, n, "ldc");
 
+  // Every backend computes with subnormals flushed, on the caller as on the pool's workers
+  // (cpu.h): the same mode on every thread gives the same bits whoever computes a tile.
+  FlushDenormals flushed;
   switch (gemm_backend()) {
     case GemmBackend::Naive:
       return gemm_naive(args);

@@ -1,114 +1,141 @@
 // The worker pool behind run_parts and parallel_for (see parallel.h for why it exists).
 //
-// One job at a time. A job is a fixed list of parts (the static split, so the same bits);
-// which thread computes a part is decided at run time: every thread, the caller included,
-// claims the next unclaimed part until none is left. The caller claims first and never waits
-// for a worker to arrive, only for parts a worker has already claimed. So a worker that has
-// lost its core to another program, or is slow to wake, costs nothing: the caller does its
-// parts. (With a fixed part per thread, every loop would wait for that worker.)
+// One job at a time. A job is a fixed list of parts; which thread computes a part is decided
+// at run time: every thread, the caller included, claims the next unclaimed part until none
+// is left. The caller claims first and never waits for a worker to arrive, only for parts a
+// worker has already claimed. So a worker that has lost its core to another program, or is
+// slow to wake, costs nothing: the caller does its parts.
 //
-// `claim_` holds the job's number in its high 32 bits and the next part to hand out in its
-// low 32: a thread claims part p by a compare-and-swap from (job, p) to (job, p + 1), which
-// fails if the caller has moved on to another job meanwhile. Waiting is "spin, then sleep" on
-// both sides (Pool::wait_until).
+// Everything a thread needs to claim a part is in one atomic word, `claim_`:
+//
+//     bits 63..24  the job's number     bits 23..12  its part count     bits 11..0  next part
+//
+// A thread claims part p by a compare-and-swap from (job, parts, p) to (job, parts, p + 1),
+// with p < parts read from the same word. The swap fails if anything changed, in particular
+// if the caller has moved on to another job, so a claim can never reach into the next job.
+// Once a thread holds a part of the current job, that job cannot end before the part does, so
+// the job's other fields (`job_`, the error slot) stay this job's while the part runs: the
+// caller wrote them before it published the job with its release store to claim_, and rewrites
+// them only after every part has been counted in parts_done_.
+//
+// Waiting is "spin, then sleep" on both sides (Pool::wait_until).
 #include "autograd/kernels/parallel.h"
 
 #include <fmt/format.h>
-#include <immintrin.h>
-#include <xmmintrin.h>
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
+#include <exception>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 #include <vector>
 
+#include "autograd/kernels/cpu.h"
+
 namespace gf::kernels {
-
-void flush_denormals_on_this_thread() {
-  thread_local bool done = false;
-  if (done) return;
-  // MXCSR bit 15 (FTZ) flushes subnormal results to zero; bit 6 (DAZ) reads subnormal
-  // inputs as zero.
-  _mm_setcsr(_mm_getcsr() | 0x8040u);
-  done = true;
-}
-
 namespace {
 
 int default_threads() {
-  if (const char* env = std::getenv("OMP_NUM_THREADS")) {
-    const int n = std::atoi(env);
-    if (n > 0) return n;
-  }
-  const unsigned cores = std::thread::hardware_concurrency();
-  return cores > 0 ? static_cast<int>(cores) : 1;
+  int n = 0;
+  if (const char* env = std::getenv("OMP_NUM_THREADS")) n = std::atoi(env);
+  if (n <= 0) n = static_cast<int>(std::thread::hardware_concurrency());
+  return std::clamp(n, 1, kMaxThreads);
 }
 
 // True on a thread while it runs a part: a run_parts from there runs inline.
 thread_local bool inside_part = false;
+
+// The fields of the claim word (see the top of this file).
+constexpr int kPartBits = 12;
+static_assert(kMaxParts < (1 << kPartBits));
+constexpr uint64_t kPartMask = (uint64_t{1} << kPartBits) - 1;
+constexpr uint64_t pack(uint64_t job, uint64_t parts, uint64_t next) {
+  return job << (2 * kPartBits) | parts << kPartBits | next;
+}
+constexpr uint64_t job_of(uint64_t claim) {
+  return claim >> (2 * kPartBits);
+}
+constexpr int parts_of(uint64_t claim) {
+  return static_cast<int>(claim >> kPartBits & kPartMask);
+}
+constexpr int next_of(uint64_t claim) {
+  return static_cast<int>(claim & kPartMask);
+}
 
 class Pool {
  public:
   Pool() : threads_(default_threads()) { start_workers(); }
   ~Pool() { stop_workers(); }
 
-  int threads() const { return threads_; }
+  int threads() const { return threads_.load(); }
 
   void set_threads(int threads) {
-    if (threads < 0)
-      throw std::invalid_argument(
-          fmt::format("set_num_threads: {} threads; give 1 or more (0 for the default)", threads));
+    if (threads < 0 || threads > kMaxThreads)
+      throw std::invalid_argument(fmt::format(
+          "set_num_threads: {} threads; give 1 to {} (0 for the default)", threads, kMaxThreads));
     const int wanted = threads == 0 ? default_threads() : threads;
-    std::lock_guard lock(run_mutex_);
-    if (wanted == threads_) return;  // keep the running workers
+    std::lock_guard lock(run_mutex_);       // waits for a job another thread is running
+    if (wanted == threads_.load()) return;  // keep the running workers
     stop_workers();
-    threads_ = wanted;
+    threads_.store(wanted);
     start_workers();
   }
 
   void run(int parts, detail::PartRef part) {
     if (parts <= 0) return;
+    if (parts > kMaxParts)
+      throw std::invalid_argument(
+          fmt::format("run_parts: {} parts; at most {} in one call", parts, kMaxParts));
+    FlushDenormals flushed;
+    if (parts == 1 || inside_part || threads_.load() == 1) return run_inline(parts, part);
     std::unique_lock lock(run_mutex_, std::try_to_lock);
-    if (parts == 1 || inside_part || !lock.owns_lock() || parts > threads_) {
-      for (int p = 0; p < parts; ++p) run_part(part, p);
-      return;
-    }
+    if (!lock.owns_lock()) return run_inline(parts, part);  // another thread has the pool
+
     job_ = part;
-    job_parts_.store(parts);
+    first_error_ = nullptr;
     parts_done_.store(0);
     ++job_number_;
-    claim_.store(job_number_ << 32);  // publishes the job: part 0 is next
+    claim_.store(pack(job_number_, static_cast<uint64_t>(parts), 0));  // publishes the job
     wake_sleepers();
-    work_on(job_number_);
+    work_on_current_job();
     wait_until([&] { return parts_done_.load() == parts; });
+    if (first_error_) std::rethrow_exception(std::exchange(first_error_, nullptr));
   }
 
  private:
-  static void run_part(detail::PartRef part, int p) {
-    flush_denormals_on_this_thread();
+  // Runs part p, keeping its exception (if it is the job's first) instead of letting it out.
+  void run_part(detail::PartRef part, int p, std::exception_ptr& first_error) {
     const bool outer = inside_part;
     inside_part = true;
-    part.call(part.callable, p);
+    try {
+      part.call(part.callable, p);
+    } catch (...) {
+      std::lock_guard lock(error_mutex_);
+      if (!first_error) first_error = std::current_exception();
+    }
     inside_part = outer;
   }
 
-  // Claims and runs parts of job `job` until none is left (or the job is over).
-  void work_on(uint64_t job) {
+  void run_inline(int parts, detail::PartRef part) {
+    std::exception_ptr first_error;
+    for (int p = 0; p < parts; ++p) run_part(part, p, first_error);
+    if (first_error) std::rethrow_exception(first_error);
+  }
+
+  // Claims and runs parts of the current job until none is left.
+  void work_on_current_job() {
+    uint64_t claim = claim_.load();
     for (;;) {
-      uint64_t claim = claim_.load();
-      if (claim >> 32 != job) return;
-      const auto p = static_cast<int>(claim & 0xffffffffu);
-      const int parts = job_parts_.load();
+      const int parts = parts_of(claim), p = next_of(claim);
       if (p >= parts) return;
-      if (!claim_.compare_exchange_weak(claim, claim + 1)) continue;
-      // Part p of this job is ours and not done, so the caller is still inside run() and
-      // job_ and parts are this job's.
-      run_part(job_, p);
+      if (!claim_.compare_exchange_weak(claim, claim + 1)) continue;  // claim now holds the new
+      run_part(job_, p, first_error_);                                // value: look again
       if (parts_done_.fetch_add(1) + 1 == parts) wake_sleepers();
+      claim = claim_.load();
     }
   }
 
@@ -131,7 +158,7 @@ class Pool {
         sleepers_.fetch_sub(1);
         return;
       }
-      _mm_pause();
+      cpu_relax();
     }
   }
 
@@ -145,40 +172,44 @@ class Pool {
   // `job` is the job number when the worker was made: read in the new thread, a job (or the
   // stop) published before the thread first ran would be missed.
   void worker(uint64_t job) {
+    flush_denormals_for_good();
     for (;;) {
-      wait_until([&] { return claim_.load() >> 32 != job; });
+      wait_until([&] { return job_of(claim_.load()) != job; });
       if (stopping_.load()) return;
-      job = claim_.load() >> 32;
-      work_on(job);
+      job = job_of(claim_.load());
+      work_on_current_job();
     }
   }
 
   void start_workers() {
     stopping_.store(false);
-    for (int index = 1; index < threads_; ++index)
+    for (int index = 1; index < threads_.load(); ++index)
       workers_.emplace_back(&Pool::worker, this, job_number_);
   }
 
   void stop_workers() {
     stopping_.store(true);
-    claim_.store(++job_number_ << 32);  // a new job number wakes every worker, which then sees
-    wake_sleepers();                    // stopping_
+    claim_.store(pack(++job_number_, 0, 0));  // a new job number (with no parts) wakes every
+    wake_sleepers();                          // worker, which then sees stopping_
     for (std::thread& w : workers_) w.join();
     workers_.clear();
   }
 
-  int threads_;
+  std::atomic<int> threads_;
   std::vector<std::thread> workers_;
   std::mutex run_mutex_;            // one job at a time; set_threads waits for it too
-  uint64_t job_number_ = 0;         // written by the thread in run() (or set_threads) only
-  std::atomic<uint64_t> claim_{0};  // job number << 32 | next part to hand out
-  std::atomic<int> job_parts_{0};
+  uint64_t job_number_ = 0;         // written only by the thread holding run_mutex_
+  std::atomic<uint64_t> claim_{0};  // job number | part count | next part to hand out
   std::atomic<int> parts_done_{0};
   std::atomic<bool> stopping_{false};
   std::atomic<int> sleepers_{0};  // threads in (or about to enter) wake_.wait
   std::mutex sleep_mutex_;
   std::condition_variable wake_;
+  // The current job: written by the caller before it publishes the job, read by the threads
+  // that hold one of its parts (see the top of this file).
   detail::PartRef job_{};
+  std::exception_ptr first_error_;
+  std::mutex error_mutex_;  // guards first_error_ while parts run
 };
 
 Pool& pool() {

@@ -1,69 +1,75 @@
-// Threads for the kernels: a small pool with static splits, so that the same thread count
-// gives the same division of work, and so the same bits, on every run.
+// Threads for the kernels: a small pool of our own, and the one rule that keeps results the
+// same on every machine: work is cut into chunks that depend on the size of the problem only,
+// never on the number of threads. A thread count decides who computes a chunk, not what it
+// computes, so a run gives the same bits with 1, 2, 3 or 16 threads.
 //
 // Why not OpenMP's parallel regions. A training step of a small model runs a few hundred
 // short parallel loops, each a few microseconds of work. Handing one to a sleeping thread
-// costs a futex wake-up and a trip through the scheduler, measured here at ~40 us per
-// region with OMP_WAIT_POLICY=passive: more than the work itself, so two threads ran the copy
-// task slower than one. OpenMP's other setting spins without end and steals the core from
-// other programs. The pool below does what both mean to do: after each job a worker spins for
-// a short while (kSpinMicroseconds), so the next job of the same step reaches it in well
-// under a microsecond, and then sleeps, so an idle process costs nothing.
+// costs a futex wake-up and a trip through the scheduler, measured at ~40 us per region with
+// OMP_WAIT_POLICY=passive: more than the work itself, so two threads ran the copy task slower
+// than one. OpenMP's other setting spins without end and steals the core from other programs.
+// The pool does what both mean to do: after each job a worker polls for a short while
+// (kSpinMicroseconds), so the next job of the same step reaches it in well under a
+// microsecond, and then sleeps, so an idle process costs nothing.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
 namespace gf::kernels {
 
-// Sets flush-to-zero and denormals-are-zero on the calling thread. Arithmetic on subnormal
-// floats (below ~1.2e-38) takes a slow microcode path, ~100x slower in a GEMM; in training
-// they appear as weights and gradients decay, and they never matter for the result. Every
-// thread that computes calls this; after the first call on a thread it costs one branch.
-void flush_denormals_on_this_thread();
-
 // Number of threads the kernels use, the calling thread included. The default is the
 // OMP_NUM_THREADS environment variable if set (the name every numeric library reads), else
-// the number of cores. set_num_threads(0) restores the default. Results are bit-identical
-// run after run for a given count; they may differ in the last bits between counts.
+// the number of cores. set_num_threads(0) restores the default; it may be called while other
+// threads of the program run kernels (it waits for the pool's current job). Results are the
+// same bits for every count.
 int num_threads();
 void set_num_threads(int threads);
+inline constexpr int kMaxThreads = 256;
 
 // How long an idle worker keeps polling for the next job before it goes to sleep.
 inline constexpr int64_t kSpinMicroseconds = 200;
 
-// Runs part(p) for p = 0 .. parts - 1 and returns when all are done; parts <= num_threads().
-// The calling thread and the workers each take the next part not yet taken, so a part runs
-// on whichever thread gets to it first: a worker that is slow to arrive (its core busy with
-// another program) does not hold the caller up. What a part computes never depends on which
-// thread runs it, so the bits do not either. A call from inside a part (nested parallelism),
-// or while another thread of the program is using the pool, runs the parts one after another
-// on the calling thread.
+// Runs part(p) for p = 0 .. parts - 1 and returns when all have ended. Every thread, the
+// caller included, takes the next part not yet taken, so a part runs on whichever thread gets
+// to it first: a worker slow to arrive (its core busy with another program) does not hold the
+// caller up, and parts may outnumber threads. If parts throw, every part still runs, and the
+// first exception caught is rethrown here. A call from inside a part (nested parallelism), or
+// while another thread of the program is using the pool, runs the parts one after another on
+// the calling thread. Parts run with subnormals flushed to zero (cpu.h).
+inline constexpr int kMaxParts = 4095;
 template <typename Part>
 void run_parts(int parts, Part&& part);
 
 // Below this much work (roughly, element operations) even the pool's hand-off costs more
-// than it saves.
+// than it saves; above it, loops are cut into chunks of about kChunkWork, at most kMaxChunks.
+// Chunks smaller than a thread's share let the threads even out: with 2 threads and 8 chunks
+// no thread is left idle for more than one chunk's time.
 inline constexpr int64_t kMinParallelWork = int64_t{1} << 15;
+inline constexpr int64_t kChunkWork = int64_t{1} << 12;
+inline constexpr int64_t kMaxChunks = 64;
 inline bool worth_parallel(int64_t work) {
   return work >= kMinParallelWork;
 }
 
-// Calls body(begin, end) on contiguous, disjoint chunks covering [0, n): one chunk per thread,
-// split evenly and in order, or a single chunk on this thread when n * cost_per_item is small.
+// How many chunks parallel_for cuts [0, n) into: a function of n and the cost alone.
+inline int64_t chunk_count(int64_t n, int64_t cost_per_item) {
+  if (n <= 0) return 0;
+  const int64_t work = n * std::max<int64_t>(cost_per_item, 1);
+  if (!worth_parallel(work)) return 1;
+  return std::clamp<int64_t>(work / kChunkWork, 1, std::min(n, kMaxChunks));
+}
+
+// Calls body(begin, end) on contiguous, disjoint chunks covering [0, n), in sizes that differ
+// by at most one, as chunk_count says. The chunks are the same for every thread count, so a
+// body may even keep a partial result per chunk, as long as the caller combines them in chunk
+// order.
 template <typename Body>
 void parallel_for(int64_t n, int64_t cost_per_item, Body&& body) {
-  const int threads = num_threads();
-  if (n * cost_per_item < kMinParallelWork || threads == 1 || n < 2) {
-    flush_denormals_on_this_thread();
-    body(int64_t{0}, n);
-    return;
-  }
-  const int parts = static_cast<int>(n < threads ? n : threads);
-  run_parts(parts, [&](int t) {
-    const int64_t begin = n * t / parts, end = n * (t + 1) / parts;
-    body(begin, end);
-  });
+  const int64_t chunks = chunk_count(n, cost_per_item);
+  if (chunks == 0) return;
+  run_parts(static_cast<int>(chunks), [&](int c) { body(n * c / chunks, n * (c + 1) / chunks); });
 }
 
 // ---- implementation of run_parts ----------------------------------------------------------

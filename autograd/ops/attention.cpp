@@ -114,7 +114,7 @@ MaskView check_mask(const Tensor& mask, const Layout& l) {
 }  // namespace
 
 // Forward, for each (b, h), with Q_h [T, K], K_h [S, K], V_h [S, Kv] read in place:
-//   P_h = softmax(mask(Q_h K_h^T * scale))     [T, S]  kept for backward (and for heatmaps)
+//   P_h = softmax(mask(Q_h K_h^T * scale))     [T, S]  kept for backward (heatmaps get a copy)
 //   O_h = P_h V_h                              [T, Kv] written into columns [h Kv, (h+1) Kv)
 //
 // Backward: with dO_h the incoming gradient of O_h and S_h = Q_h K_h^T * scale the scores,
@@ -179,7 +179,7 @@ Tensor multi_head_attention(const Tensor& q, const Tensor& k, const Tensor& v, c
                      .ldc = l.dv});
     }
   });
-  if (probs) *probs = p;
+  if (probs) *probs = p.clone();  // a copy: backward below reads p
 
   record(y, "attention", {q, k, v}, [q, k, v, p, l, scale](const Tensor& grad_y) {
     const bool need_q = q.requires_grad(), need_k = k.requires_grad(), need_v = v.requires_grad();

@@ -12,22 +12,25 @@ bias, and the same initialisation as ours (Xavier uniform per [out, in] block, z
 so that both sides count the same parameters and train from the same kind of start.
 
 Run with Debian's interpreter, the only one that imports Debian's python3-torch:
-  /usr/bin/python3 bench/torch/workloads.py copy-tiny [--smoke] [--threads 2]
+  /usr/bin/python3 bench/torch/workloads.py copy-tiny [--smoke | --probe] [--threads 2]
+                                            [--interop-threads N]
+
+The threading setup comes from the flags (torch's intra-op and inter-op threads) and from the
+environment, which the libraries read when they load: OPENBLAS_NUM_THREADS (OpenBLAS, Debian's
+BLAS for torch, keeps its own pthreads pool), OMP_WAIT_POLICY (torch's OpenMP threads: PASSIVE
+sleeps at once, ACTIVE spins, unset spins a little then sleeps), OPENBLAS_CORETYPE (which
+kernels OpenBLAS runs). Nothing here sets them: bench/compare.py probes the candidates and runs
+each workload in the fastest. Every JSON line reports the setup that was in force.
 """
 
 import argparse
+import ctypes
 import json
 import math
 import os
 import resource
 import sys
 import time
-
-# The reference must run in its best setup (BENCHMARKS.md): OpenMP threads that sleep when
-# idle and a single-threaded OpenBLAS, or the two thread pools fight over the two cores.
-# Both are read when the libraries load, so they are set before torch is imported.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 try:
     import torch
@@ -48,8 +51,54 @@ def median(values):
     return sorted(values)[len(values) // 2]
 
 
+def openblas():
+    """The OpenBLAS that torch loaded (Debian's libblas.so.3 is OpenBLAS), or None."""
+    try:
+        lib = ctypes.CDLL("libopenblas.so.0")
+        lib.openblas_get_corename.restype = ctypes.c_char_p
+        return lib
+    except (OSError, AttributeError):
+        return None
+
+
+def setup():
+    """The threading and BLAS setup in force, as reported by the libraries themselves."""
+    blas = openblas()
+    return dict(torch_threads=torch.get_num_threads(),
+                interop_threads=torch.get_num_interop_threads(),
+                blas_threads=blas.openblas_get_num_threads() if blas else None,
+                blas_core=blas.openblas_get_corename().decode() if blas else None,
+                omp_wait_policy=os.environ.get("OMP_WAIT_POLICY", "unset"))
+
+
+CONFIG = {}  # filled by main() before any workload runs, added to every JSON line
+
+
 def emit(**fields):
-    print(json.dumps(fields, separators=(",", ":")), flush=True)
+    print(json.dumps(dict(fields, **CONFIG), separators=(",", ":")), flush=True)
+
+
+def check_blas():
+    """Stops unless float32 products agree with a float64 sum that does not use BLAS. OpenBLAS
+    chooses its kernels from the CPU (or OPENBLAS_CORETYPE), and some releases have computed
+    wrong products with some kernels on some CPUs: a fast wrong setup must not win a probe.
+    The shapes cover the products a Linear layer and attention make: A B, A B^T, A^T B, and a
+    batched one, with sizes that are not multiples of any kernel's tile."""
+    gen = torch.Generator().manual_seed(0)
+    a = torch.randn(5, 37, 129, generator=gen)
+    b = torch.randn(5, 129, 65, generator=gen)
+    exact = (a.double()[..., :, :, None] * b.double()[..., None, :, :]).sum(-2)
+    products = {
+        "A B": (a[0] @ b[0], exact[0]),
+        "A B^T": (F.linear(a[0], b[0].T.contiguous()), exact[0]),
+        "A^T B": (a[0].T.contiguous().T @ b[0], exact[0]),
+        "batched": (torch.bmm(a, b), exact),
+    }
+    for name, (got, want) in products.items():
+        error = ((got.double() - want).abs().max() / want.abs().max()).item()
+        if not error < 1e-5:
+            sys.exit(f"workloads.py: BLAS product {name} is wrong (relative error {error:.1e}) "
+                     f"with {setup()}; this OpenBLAS setup cannot be benchmarked")
 
 
 def noam_lr(step, d_model, warmup, factor=1.0):
@@ -196,6 +245,9 @@ def run_copy(name, args):
         max_steps = 25
         warmup_steps, timed_steps = (5, None) if tiny else (0, 1)
         batch = batch if tiny else 8
+    elif args.probe:  # the full run's batch and model, fewer steps and no copy checks
+        max_steps = 35
+        warmup_steps, timed_steps = (5, None) if tiny else (1, 3)
     last_step = max_steps if tiny else warmup_steps + timed_steps
     opt = adam(model)
     data_gen = torch.Generator().manual_seed(args.seed + 1)
@@ -209,7 +261,7 @@ def run_copy(name, args):
         trained += seconds
         if step > warmup_steps:
             step_seconds.append(seconds)
-        if tiny and step % 20 == 0:  # the check is outside the timed step, as in copy.cpp
+        if tiny and step % 20 == 0 and not args.probe:  # outside the timed step, as in copy.cpp
             fresh, _, _ = copy_batch(100, check_gen)
             if exact_copies(model, fresh) == 100:
                 steps_to_100, seconds_to_100 = step, round(trained, 2)
@@ -240,6 +292,8 @@ def run_base_step(args):
     batch, length, warmup_steps, timed_steps = 16, 32, 2, args.steps
     if args.smoke:
         batch, length, warmup_steps, timed_steps = 2, 8, 0, 1
+    elif args.probe:
+        warmup_steps, timed_steps = 1, 2
     model = base_model()
     opt = adam(model)
     gen = torch.Generator().manual_seed(args.seed + 1)
@@ -255,7 +309,7 @@ def run_base_step(args):
          params=param_count(model), threads=args.threads)
 
 
-@torch.no_grad()
+@torch.inference_mode()  # no_grad, and no version counters or view tracking either: faster
 def greedy_recompute(model, src, length):
     """Greedy decoding that feeds the whole prefix to the decoder at every step."""
     memory, src_pad = model.encode(src)
@@ -270,6 +324,8 @@ def run_decode(args):
     batch, length, warmup_runs, timed_runs = 16, 32, 1, 3
     if args.smoke:
         batch, length, warmup_runs, timed_runs = 2, 4, 0, 1
+    elif args.probe:  # one shorter decoding: recomputing, the cost grows with length squared
+        length, warmup_runs, timed_runs = 16, 0, 1
     model = base_model().eval()
     src = random_ids(batch, length, torch.Generator().manual_seed(args.seed + 1))
     seconds = []
@@ -300,7 +356,7 @@ def run_attn_scaling(args):
         ("recurrent", gru, lambda x: gru(x)[0], False),
         ("convolution", conv, conv, True),
     ]
-    max_n = 128 if args.smoke else args.max_n
+    max_n = 128 if args.smoke else 512 if args.probe else args.max_n
     n = 64
     while n <= max_n:
         x = torch.randn(1, n, d)
@@ -314,7 +370,7 @@ def run_attn_scaling(args):
                 return time.perf_counter() - start
 
             first = once()
-            runs = 1 if args.smoke else min(max(int(0.3 / first), 3), 50)
+            runs = 1 if args.smoke else 3 if args.probe else min(max(int(0.3 / first), 3), 50)
             ms = 1e3 * median([once() for _ in range(runs)])
             emit(workload="attn-scaling", layer=name, n=n, ms_per_step=round(ms, 3),
                  threads=args.threads, params=param_count(module))
@@ -334,14 +390,24 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("workload", choices=sorted(WORKLOADS))
     parser.add_argument("--smoke", action="store_true", help="a few tiny steps, to check it runs")
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--probe", action="store_true",
+                        help="the full run's sizes with fewer steps: compare.py times each "
+                             "candidate setup this way to choose the fastest")
+    parser.add_argument("--threads", type=int, default=2, help="torch.set_num_threads")
+    parser.add_argument("--interop-threads", type=int, default=0,
+                        help="torch.set_num_interop_threads (default: torch's own choice; "
+                             "eager training and decoding do no inter-op work)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--max-steps", type=int, default=3000, help="copy-tiny gives up after")
     parser.add_argument("--steps", type=int, default=5, help="base-step: timed steps")
     parser.add_argument("--max-n", type=int, default=2048, help="attn-scaling: longest n")
     args = parser.parse_args()
+    if args.interop_threads > 0:  # only possible before any inter-op work has started
+        torch.set_num_interop_threads(args.interop_threads)
     torch.set_num_threads(args.threads)
     torch.set_flush_denormal(True)  # subnormals make GEMM ~100x slower (BENCHMARKS.md)
+    check_blas()
+    CONFIG.update(setup())
     torch.manual_seed(args.seed)
     WORKLOADS[args.workload](args)
 

@@ -1060,6 +1060,9 @@ void parallel_loops(bool quick, uint64_t seed, int threads, Checks& check) {
   check(
       first.weight_bits == second.weight_bits,
       fmt::format("two runs on {} end with the same bits in every weight", threads_label(threads)));
+  check(first.weight_bits == one.weight_bits,
+        fmt::format("{} and 1 thread end with the same bits in every weight",
+                    threads_label(threads)));
 }
 
 }  // namespace

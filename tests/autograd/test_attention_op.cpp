@@ -260,3 +260,37 @@ TEST_CASE("multi_head_attention gives the same bits run after run", "[autograd][
   };
   CHECK(run() == run());  // exact equality, not approximate
 }
+
+TEST_CASE("editing the kept attention weights leaves the gradients alone",
+          "[autograd][attention][nn]") {
+  Rng rng(21);
+  nn::MultiHeadAttention attn({.d_model = 8, .heads = 2}, rng);
+  const Tensor x = Tensor::randn({2, 3, 8}, rng), seed = Tensor::randn({2, 3, 8}, rng);
+  for (const bool fused : {true, false}) {
+    DYNAMIC_SECTION((fused ? "forward (fused)" : "forward_reference")) {
+      // The gradients of the input and every parameter, after a heatmap was (or was not)
+      // scribbled on between forward and backward, as a training loop that draws might.
+      const auto gradients = [&](bool scribble) {
+        attn.zero_grad();
+        Tensor input = x.clone().set_requires_grad();
+        attn.record_attention = true;
+        const Tensor y = fused ? attn.forward(input, input) : attn.forward_reference(input, input);
+        attn.record_attention = false;
+        if (scribble) {
+          float* weights = attn.last_attention.data();
+          for (int64_t i = 0; i < attn.last_attention.numel(); ++i) weights[i] = 0.5f;
+        }
+        y.backward(seed);
+        std::vector<Tensor> grads{input.grad()};
+        for (const auto& [name, p] : attn.named_parameters()) grads.push_back(p.grad());
+        return grads;
+      };
+      const std::vector<Tensor> clean = gradients(false), scribbled = gradients(true);
+      REQUIRE(clean.size() == scribbled.size());
+      for (size_t i = 0; i < clean.size(); ++i) {
+        INFO("gradient " << i);
+        CHECK(max_abs_diff(clean[i], scribbled[i]) == 0.0f);
+      }
+    }
+  }
+}

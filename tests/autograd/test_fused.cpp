@@ -149,3 +149,16 @@ TEST_CASE("cross_entropy refuses bad targets with their position", "[autograd][c
   REQUIRE_THROWS_WITH(cross_entropy(logits, IndexTensor::zeros({2, 3}), {.label_smoothing = 1.5f}),
                       Contains("label_smoothing 1.5 is outside [0, 1]"));
 }
+
+TEST_CASE("cross_entropy refuses a target of -1 unless -1 is the ignore index",
+          "[autograd][cross_entropy]") {
+  const Tensor logits = Tensor::zeros({3, 4});
+  const IndexTensor targets = IndexTensor::from({3}, {2, -1, 3});
+  REQUIRE_THROWS_AS(cross_entropy(logits, targets), IndexError);
+  REQUIRE_THROWS_WITH(cross_entropy(logits, targets),
+                      Contains("cross_entropy: target -1 at position 1 is out of range [0, 4)"));
+  REQUIRE_THROWS_WITH(cross_entropy(logits, targets, {.ignore_index = 0}),
+                      Contains("target -1 at position 1"));
+  // Named as the ignore index, -1 is skipped: the two other rows give log 4 each.
+  CHECK(cross_entropy(logits, targets, {.ignore_index = -1}).item() == Approx(std::log(4.0f)));
+}

@@ -594,3 +594,91 @@ TEST_CASE("every flag that makes no sense is refused, saying what is allowed",
   };
   expect_refused(cases);
 }
+
+// ---- The same bits at every thread count ---------------------------------------------------
+// Work is cut into chunks fixed by the problem's size (autograd/kernels/parallel.h), so the
+// thread count decides only who computes what: the files and outputs must match byte for byte.
+// The models are large enough that every kind of parallel loop and the threaded GEMM run.
+
+// GRADFORMER_TEST_THREADS="4" narrows the counts: the tsan preset runs one count, where the
+// point is to look for data races, not to compare (ThreadSanitizer makes a run ~30x slower).
+std::vector<std::string> thread_counts() {
+  const char* env = std::getenv("GRADFORMER_TEST_THREADS");
+  if (env == nullptr) return {"1", "2", "3", "4", "8"};
+  return words(env);
+}
+
+TEST_CASE("threads: copy training, decoding and scoring give the same bytes at 1, 2, 3, 4, 8",
+          "[cli][threads]") {
+  TempDir dir;
+  const std::string sources = "5 6 7 8 9 10 4 5 2\n10 9 8 7 6 5 4 4 2\n4 7 4 7 10 4 6 9 2\n";
+  write_file(dir / "pairs.tsv", "5 6 7 8 2\t1 5 6 7 8 2\n9 9 4 2\t1 9 4 9 2\n");
+  struct Run {
+    std::string checkpoint, losses, greedy, beam, scores;
+  };
+  std::vector<Run> runs;
+  const std::vector<std::string> counts = thread_counts();
+  for (const std::string& threads : counts) {
+    const fs::path ckpt = dir / ("copy" + threads + ".safetensors");
+    const fs::path losses = dir / ("losses" + threads + ".tsv");
+    const Result t = transformer(
+        words("train --task copy --length 8 --layers 2 --d-model 64 --d-ff 256 --heads 4 "
+              "--batch 64 --steps 40 --warmup 20 --dropout 0.1 --seed 5") +
+        Args{"--threads", threads, "--save", ckpt.string(), "--log-losses", losses.string()});
+    INFO(threads << " threads\n" << t);
+    REQUIRE(t.status == 0);
+    const Args model = {"--ckpt", ckpt.string(), "--threads", threads};
+    const Result greedy = transformer(Args{"decode"} + model, sources);
+    const Result beam = transformer(Args{"decode", "--beam", "4"} + model, sources);
+    const Result scores =
+        transformer(Args{"score", "--pairs", (dir / "pairs.tsv").string()} + model);
+    REQUIRE(greedy.status == 0);
+    REQUIRE(beam.status == 0);
+    REQUIRE(scores.status == 0);
+    runs.push_back({read_file(ckpt), read_file(losses), greedy.out, beam.out, scores.out});
+  }
+  REQUIRE(!runs.front().checkpoint.empty());
+  REQUIRE(lines_of(runs.front().losses).size() == 40);
+  for (size_t i = 1; i < runs.size(); ++i) {
+    INFO(counts[i] << " threads against " << counts.front());
+    CHECK(runs[i].losses == runs.front().losses);
+    CHECK(runs[i].checkpoint == runs.front().checkpoint);
+    CHECK(runs[i].greedy == runs.front().greedy);
+    CHECK(runs[i].beam == runs.front().beam);
+    CHECK(runs[i].scores == runs.front().scores);
+  }
+}
+
+TEST_CASE("threads: toy translation training and evaluation give the same bytes at 1, 2, 3, 4, 8",
+          "[cli][threads]") {
+  TempDir dir;
+  const fs::path toy = dir / "toy";
+  REQUIRE(transformer(words("generate --train 1500 --dev 50 --test 50 --seed 4") +
+                      Args{"--out", toy.string()})
+              .status == 0);
+  std::string first_checkpoint, first_hypotheses;
+  for (const std::string& threads : thread_counts()) {
+    const fs::path ckpt = dir / ("toy" + threads + ".safetensors");
+    const fs::path hypotheses = dir / ("hyp" + threads + ".txt");
+    const Result t = transformer(
+        words("train --task translate --d-model 64 --d-ff 128 --heads 4 --layers 1 --steps 30 "
+              "--warmup 20 --lr 0.5 --batch-tokens 1500 --dropout 0.1 --seed 2") +
+        Args{"--threads", threads, "--data", (toy / "train.tsv").string(), "--dev",
+             (toy / "dev.tsv").string(), "--save", ckpt.string()});
+    INFO(threads << " threads\n" << t);
+    REQUIRE(t.status == 0);
+    const Result e =
+        transformer(Args{"eval", "--ckpt", ckpt.string(), "--data", (toy / "test.tsv").string(),
+                         "--beam", "4", "--threads", threads, "--hypotheses", hypotheses.string()});
+    INFO(e);
+    REQUIRE(e.status == 0);
+    if (first_checkpoint.empty()) {
+      first_checkpoint = read_file(ckpt);
+      first_hypotheses = read_file(hypotheses);
+      REQUIRE(lines_of(first_hypotheses).size() == 50);
+      continue;
+    }
+    CHECK(read_file(ckpt) == first_checkpoint);
+    CHECK(read_file(hypotheses) == first_hypotheses);
+  }
+}
