@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "autograd/graph.h"
+#include "autograd/kernels/cpu.h"
 #include "autograd/kernels/gemm.h"
 #include "autograd/kernels/parallel.h"
 #include "autograd/kernels/simd.h"
@@ -49,7 +50,7 @@
 #include "viz/ticks.h"
 
 #if defined(__x86_64__)
-#include <immintrin.h>  // _mm_getcsr, _mm_setcsr, _mm_pause
+#include <immintrin.h>  // _mm_getcsr, _mm_setcsr
 #endif
 
 using namespace gf;
@@ -581,16 +582,6 @@ uint64_t float_control() {
 void set_float_control(uint64_t) {}
 #endif
 
-// A hint to the CPU that this thread is waiting in a loop (x86's pause, ARM's yield): the
-// core then saves power, or gives its time to the other hardware thread it runs.
-void spin_pause() {
-#if defined(__x86_64__)
-  _mm_pause();
-#elif defined(__aarch64__)
-  __asm__ volatile("yield");
-#endif
-}
-
 // [snippet: subnormals]
 // Floats below 2^-126 (about 1.2e-38) are subnormal; many CPUs handle them in slow microcode.
 // The flush-to-zero bits of the CPU's control register (kFlushMask above) make it treat them
@@ -1007,7 +998,8 @@ double handoff_seconds(bool pause_between_jobs, int jobs) {
     const auto start = Clock::now();
     kernels::run_parts(2, [&](int) {
       started.fetch_add(1);
-      while (started.load() < 2 && seconds_since(start) < 0.1) spin_pause();  // never forever
+      while (started.load() < 2 && seconds_since(start) < 0.1)
+        kernels::cpu_relax();  // never forever
     });
     times.push_back(seconds_since(start));
   }
