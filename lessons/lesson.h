@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <string>
 
@@ -63,6 +64,14 @@ inline float max_abs_diff(const Tensor& a, const Tensor& b) {
   for (int64_t i = 0; i < a.numel(); ++i)
     worst = std::max(worst, std::abs(a.data()[i] - b.data()[i]));
   return worst;
+}
+
+// Whether the program runs under an emulator: the tests of the cross-compiled ARM build run
+// every lesson under qemu-aarch64 and say so in GRADFORMER_EMULATOR (tests/CMakeLists.txt).
+// There the time goes to translating instructions, so not even a bound on one speed by
+// another holds.
+inline bool running_under_emulator() {
+  return std::getenv("GRADFORMER_EMULATOR") != nullptr;
 }
 
 inline double seconds_since(std::chrono::steady_clock::time_point start) {

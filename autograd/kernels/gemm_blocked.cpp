@@ -16,7 +16,8 @@
 //              (broadcast one at a time) and does 16 FMAs: 512 multiply-adds for 40 loads.
 //              The 16 independent sums also hide the FMA latency (4 cycles x 2 units means 8
 //              FMAs must be in flight). MR = 8 divides the row counts the models use.
-//              (A CPU with 16 registers of 8 floats, AVX2, gets a 6 x 16 tile instead.)
+//              (A CPU with 16 registers of 8 floats, AVX2, gets a 6 x 16 tile instead, and
+//              64-bit ARM, 32 registers of 4 floats, an 8 x 8 tile: see MR and NR below.)
 //   L1         the B sliver, KC x NR = 256 x 32 floats = 32 KiB, stays in L1 while the
 //              micro-kernel walks down the MC rows of the A block (the i loop is innermost);
 //              the A sliver, 8 x 256 floats = 8 KiB, streams through beside it.
@@ -41,31 +42,21 @@
 
 #include "autograd/kernels/gemm.h"
 #include "autograd/kernels/parallel.h"
+#include "autograd/kernels/simd.h"
 
 namespace gf::kernels {
 namespace {
 
-// One Vec is one SIMD register of kLanes floats (GCC's vector extension: arithmetic on a Vec
-// is element-wise, and a float operand is broadcast to all lanes).
-#if defined(__AVX512F__)
-constexpr int64_t kLanes = 16, kRegisters = 32;  // zmm
-#elif defined(__AVX__)
-constexpr int64_t kLanes = 8, kRegisters = 16;  // ymm
-#else
-constexpr int64_t kLanes = 4, kRegisters = 16;  // xmm (SSE2, every x86-64 has it)
-#endif
-using Vec = float __attribute__((vector_size(kLanes * sizeof(float))));
-// The same register loaded from any float address: aligned like a float, and allowed to
-// alias floats.
-using UnalignedVec =
-    float __attribute__((vector_size(kLanes * sizeof(float)), aligned(4), may_alias));
-
-// The C tile is MR rows of NV registers. With AVX-512: 8 x 2 = 16 accumulators of the 32
-// registers; with 16 registers: 6 x 2 = 12, leaving 2 for B and 1 for the broadcast of A.
+// The C tile is MR rows of NV registers (kernels/simd.h says how wide and how many). With 32
+// registers (AVX-512, NEON): 8 x 2 = 16 accumulators, leaving half the registers for the rows
+// of B and the broadcasts of A; with 16 (AVX2, SSE2): 6 x 2 = 12, leaving 2 for B and 1 for A.
+// The tile is 8 x 32 floats with AVX-512, 6 x 16 with AVX2, 8 x 8 with NEON, 6 x 8 with SSE2.
+// NEON's 16 accumulators are as many FMAs as its fastest cores keep in flight (4 units x 4
+// cycles on Apple's M1), and its NR = 8 divides d_model and d_ff.
 constexpr int64_t NV = 2;
-constexpr int64_t MR = kRegisters == 32 ? 8 : 6;
-constexpr int64_t NR = NV * kLanes;    // 32 floats with AVX-512
-constexpr int64_t KC = 256;            // depth of a block: a B sliver (KC x NR) fills 2/3 of L1
+constexpr int64_t MR = kVectorRegisters == 32 ? 8 : 6;
+constexpr int64_t NR = NV * kLanes;  // 32 floats with AVX-512
+constexpr int64_t KC = 256;  // depth of a block: a B sliver (KC x NR) fills 2/3 of L1 (AVX-512)
 constexpr int64_t MC = 128 / MR * MR;  // rows of an A block (MC x KC), kept in L2
 constexpr int64_t NC = 512 / NR * NR;  // columns of a B panel (KC x NC), in L2 beside it
 static_assert(MC % MR == 0 && NC % NR == 0, "a block is made of whole slivers");
@@ -142,7 +133,8 @@ void pack_slivers(const View& v, int64_t r0, int64_t r1, int64_t c0, int64_t c1,
 // acc is MR x NV registers, updated kc times and stored once. The loops over i and v have
 // compile-time trip counts; GCC unrolls them fully (the pragmas make sure of it at -O2 too),
 // so acc never touches memory: each step in k is NV loads of B, MR broadcasts of A and
-// MR x NV fused multiply-adds (check with objdump -d: vbroadcastss, vfmadd231ps).
+// MR x NV fused multiply-adds (check with objdump -d: vbroadcastss, vfmadd231ps on x86-64;
+// fmla on ARM).
 //
 // Why Vec and not loops over floats for the compiler to vectorise: that version matches this
 // one with AVX-512 at -O3, but it is fragile. With AVX2, GCC unrolls the 16-float j loop

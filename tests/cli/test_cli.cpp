@@ -27,10 +27,12 @@
 #include "models/transformer.h"
 #include "nn/checkpoint.h"
 #include "nn/safetensors.h"
+#include "tests/support/program.h"
 #include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
+using gf::testing::program_command;
 using gf::testing::TempDir;
 
 namespace {
@@ -80,9 +82,10 @@ Result transformer(const Args& args, const std::string& input = "") {
   static TempDir io;  // the captured streams of every run, each overwritten by the next
   const fs::path in = io / "stdin", out = io / "stdout", err = io / "stderr";
   write_file(in, input);
-  std::string command = "cd " + quote(io.path().string()) + " && " +
-                        quote((fs::path(GRADFORMER_BIN_DIR) / "transformer").string());
-  for (const std::string& arg : args) command += " " + quote(arg);
+  std::string command = "cd " + quote(io.path().string()) + " &&";
+  for (const std::string& word :
+       program_command((fs::path(GRADFORMER_BIN_DIR) / "transformer").string()) + args)
+    command += " " + quote(word);
   command += " <" + quote(in) + " >" + quote(out) + " 2>" + quote(err);
   const int raw = std::system(command.c_str());
   REQUIRE(raw != -1);

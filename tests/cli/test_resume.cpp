@@ -24,10 +24,12 @@
 #include "models/transformer.h"
 #include "nn/checkpoint.h"
 #include "nn/safetensors.h"
+#include "tests/support/program.h"
 #include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
+using gf::testing::program_command;
 using gf::testing::TempDir;
 
 namespace {
@@ -62,7 +64,7 @@ std::ostream& operator<<(std::ostream& os, const Run& r) {
 pid_t start(const Args& args, const TempDir& dir) {
   const std::string binary = (fs::path(GRADFORMER_BIN_DIR) / "transformer").string();
   const std::string out = dir.file("stdout"), err = dir.file("stderr");
-  std::vector<std::string> argv_text = Args{binary} + args;
+  std::vector<std::string> argv_text = program_command(binary) + args;
   std::vector<char*> argv;
   for (std::string& a : argv_text) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -72,7 +74,7 @@ pid_t start(const Args& args, const TempDir& dir) {
     const int out_fd = open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     const int err_fd = open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (out_fd < 0 || err_fd < 0 || dup2(out_fd, 1) < 0 || dup2(err_fd, 2) < 0) _exit(126);
-    execv(binary.c_str(), argv.data());
+    execv(argv[0], argv.data());
     _exit(127);
   }
   return pid;

@@ -14,9 +14,11 @@
 #include <sstream>
 #include <string>
 
+#include "tests/support/program.h"
 #include "tests/support/temp_dir.h"
 
 namespace fs = std::filesystem;
+using gf::testing::program_command;
 using gf::testing::TempDir;
 
 namespace {
@@ -86,9 +88,11 @@ std::string run_lesson(const std::string& name, int threads, const fs::path& out
   const fs::path stdout_file = out_dir / "stdout.txt";
   fs::create_directories(out_dir);
   // OMP_NUM_THREADS sets the pool's default; lesson 08 also has its own --threads.
-  std::string command = "OMP_NUM_THREADS=" + std::to_string(threads) + " '" +
-                        (fs::path(GRADFORMER_BIN_DIR) / ("lesson" + name)).string() +
-                        "' --quick --out '" + out_dir.string() + "'";
+  std::string command = "OMP_NUM_THREADS=" + std::to_string(threads);
+  for (const std::string& word :
+       program_command((fs::path(GRADFORMER_BIN_DIR) / ("lesson" + name)).string()))
+    command += " '" + word + "'";
+  command += " --quick --out '" + out_dir.string() + "'";
   if (name == "08_training") command += " --threads " + std::to_string(threads);
   command += " >'" + stdout_file.string() + "' 2>&1";
   const int status = std::system(command.c_str());

@@ -1,0 +1,53 @@
+// The vector registers of the CPU we compile for, named with GCC's vector extension (clang has
+// it too): arithmetic on a Vec is element-wise, and a float operand is broadcast to all lanes.
+// The compiler maps a Vec of the register's width onto one register, with no intrinsics, so
+// the same source builds for x86-64 and for 64-bit ARM. The GEMM kernel sizes its register
+// tile from these numbers; lesson 11 measures the machine's peak with them.
+//
+// Which registers the compiler may use is decided at compile time: with -march=native
+// (GRADFORMER_NATIVE, the default) the widest this machine has; without it, what every CPU of
+// the architecture has (SSE2 on x86-64, NEON on ARM).
+#pragma once
+
+#include <cstdint>
+
+namespace gf::kernels {
+
+#if defined(__AVX512F__)
+inline constexpr int64_t kLanes = 16, kVectorRegisters = 32;  // zmm0-31
+inline constexpr const char* kVectorUnit = "AVX-512";
+#elif defined(__AVX__)
+inline constexpr int64_t kLanes = 8, kVectorRegisters = 16;  // ymm0-15
+#if defined(__AVX2__)
+inline constexpr const char* kVectorUnit = "AVX2";
+#else
+inline constexpr const char* kVectorUnit = "AVX";
+#endif
+#elif defined(__ARM_NEON)
+inline constexpr int64_t kLanes = 4, kVectorRegisters = 32;  // v0-31, 128 bits each
+inline constexpr const char* kVectorUnit = "NEON";
+#elif defined(__SSE2__)
+inline constexpr int64_t kLanes = 4, kVectorRegisters = 16;  // xmm0-15: every x86-64 has them
+inline constexpr const char* kVectorUnit = "SSE2";
+#else
+// No vector unit the compiler knows of: it splits each Vec into scalar floats.
+inline constexpr int64_t kLanes = 4, kVectorRegisters = 16;
+inline constexpr const char* kVectorUnit = "no vector unit";
+#endif
+
+// Whether `acc + a * b` compiles to one fused multiply-add (one rounding) or to a multiply and
+// an add. Every 64-bit ARM CPU has FMA; on x86-64 it came with AVX2 (Haswell, 2013), so a
+// build without -march=native has none.
+#if defined(__FMA__) || defined(__ARM_FEATURE_FMA)
+inline constexpr bool kFusedMultiplyAdd = true;
+#else
+inline constexpr bool kFusedMultiplyAdd = false;
+#endif
+
+using Vec = float __attribute__((vector_size(kLanes * sizeof(float))));
+// The same register loaded from any float address: aligned like a float, and allowed to
+// alias floats.
+using UnalignedVec =
+    float __attribute__((vector_size(kLanes * sizeof(float)), aligned(4), may_alias));
+
+}  // namespace gf::kernels
