@@ -10,6 +10,11 @@
 //
 //     bits 63..24  the job's number     bits 23..12  its part count     bits 11..0  next part
 //
+// A job with no parts is the order to stop: run() never publishes one, stop_workers() does.
+// A worker learns both what to do and whether to stop from one load of this word; reading the
+// order from a second variable would let a worker see "no stop" for one job and then take
+// the stop's job number as the next job to wait past, and so sleep through the stop.
+//
 // A thread claims part p by a compare-and-swap from (job, parts, p) to (job, parts, p + 1),
 // with p < parts read from the same word. The swap fails if anything changed, in particular
 // if the caller has moved on to another job, so a claim can never reach into the next job.
@@ -164,6 +169,14 @@ class Pool {
 
   // Called after every change a waiter may be waiting for.
   void wake_sleepers() {
+    // The change (a seq_cst store or read-modify-write) must be visible before we read
+    // sleepers_, or a waiter may count itself, look at the old state and sleep while we see no
+    // sleeper. C++ promises that order for seq_cst operations, and ARM and x86 CPUs keep it,
+    // but qemu-user 7.2 does not: running ARM code on an x86 host, a store-release followed by
+    // a load-acquire let both threads of the classic store-buffering test read the old value
+    // in 39 of 200,000 rounds, and none with this fence between them. The fence costs tens of
+    // cycles once per job.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
     if (sleepers_.load() == 0) return;
     { std::lock_guard lock(sleep_mutex_); }  // a sleeper is either before its check or asleep
     wake_.notify_all();
@@ -174,23 +187,25 @@ class Pool {
   void worker(uint64_t job) {
     flush_denormals_for_good();
     for (;;) {
-      wait_until([&] { return job_of(claim_.load()) != job; });
-      if (stopping_.load()) return;
-      job = job_of(claim_.load());
+      uint64_t claim = 0;
+      wait_until([&] {
+        claim = claim_.load();
+        return job_of(claim) != job;
+      });
+      if (parts_of(claim) == 0) return;  // the order to stop (see the top of this file)
+      job = job_of(claim);
       work_on_current_job();
     }
   }
 
   void start_workers() {
-    stopping_.store(false);
     for (int index = 1; index < threads_.load(); ++index)
       workers_.emplace_back(&Pool::worker, this, job_number_);
   }
 
   void stop_workers() {
-    stopping_.store(true);
     claim_.store(pack(++job_number_, 0, 0));  // a new job number (with no parts) wakes every
-    wake_sleepers();                          // worker, which then sees stopping_
+    wake_sleepers();                          // worker, which then returns
     for (std::thread& w : workers_) w.join();
     workers_.clear();
   }
@@ -201,7 +216,6 @@ class Pool {
   uint64_t job_number_ = 0;         // written only by the thread holding run_mutex_
   std::atomic<uint64_t> claim_{0};  // job number | part count | next part to hand out
   std::atomic<int> parts_done_{0};
-  std::atomic<bool> stopping_{false};
   std::atomic<int> sleepers_{0};  // threads in (or about to enter) wake_.wait
   std::mutex sleep_mutex_;
   std::condition_variable wake_;
