@@ -464,16 +464,18 @@ GemmResults from_loop_to_kernel(bool quick, uint64_t seed, const Peak& peak, int
   }
   fmt::print("  peak: {:.1f} GFLOP/s on 1 core, at most {:.1f} on {}\n", peak.one_thread,
              threads * peak.one_thread, threads);
-  // Two cores cannot do more than twice what one does at its best, and a busy machine only
-  // lowers the GEMMs' rates, so this holds however loaded the machine is. Not under an
-  // emulator, whose time goes to translating instructions, not to the CPU's units.
+  // Two cores cannot do more than twice what one does at its best. But the peak is measured
+  // at one moment and the GEMMs at another: if another program held the core while the peak
+  // was measured (and --quick takes the best of only 4 trials), the peak comes out low and a
+  // GEMM run on a free core can beat it. So this is a claim about timings, like the others.
+  // Not under an emulator, whose time goes to translating instructions, not to the CPU's units.
   const std::string bound =
       fmt::format("no version beats its thread count times one core's peak (the closest: {:.0f}%)",
                   100 * worst_vs_peak);
   if (running_under_emulator())
     fmt::print("  [--] {} (not checked: the program runs under an emulator)\n", bound);
   else
-    check(worst_vs_peak <= 1.05, bound);
+    check.timing(worst_vs_peak <= 1.05, bound);
   check(worst_error <= 1e-5f * static_cast<float>(sizes.back()),
         fmt::format("every version computes the same product (max |diff| {:.1e} against the "
                     "naive loop, or the blocked kernel at n > 512)",
