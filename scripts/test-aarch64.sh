@@ -68,6 +68,8 @@ echo "test-aarch64: built in $((built - start)) s"
 #     three sections, 19 s natively and 17 min under qemu (lesson 09 trains one on ARM).
 #   "training for many steps keeps resident memory ...": 330 training steps to watch the
 #     process's memory, 4 s natively and 5 min under qemu.
+# And the preset has the "threads: ..." tests compare 1 thread with 8 only, not 1, 2, 3, 4
+# and 8 (about 9 and 11 min under qemu with all five).
 slow='^(lessons: every lesson gives the same numbers'
 slow+='|generate writes the toy language'
 slow+='|training for many steps keeps resident memory)'

@@ -600,8 +600,9 @@ TEST_CASE("every flag that makes no sense is refused, saying what is allowed",
 // thread count decides only who computes what: the files and outputs must match byte for byte.
 // The models are large enough that every kind of parallel loop and the threaded GEMM run.
 
-// GRADFORMER_TEST_THREADS="4" narrows the counts: the tsan preset runs one count, where the
-// point is to look for data races, not to compare (ThreadSanitizer makes a run ~30x slower).
+// GRADFORMER_TEST_THREADS narrows the counts: the tsan preset runs one count ("4"), where the
+// point is to look for data races, not to compare (ThreadSanitizer makes a run ~30x slower);
+// the aarch64 preset compares two ("1 8"), since under qemu each training run takes a minute.
 std::vector<std::string> thread_counts() {
   const char* env = std::getenv("GRADFORMER_TEST_THREADS");
   if (env == nullptr) return {"1", "2", "3", "4", "8"};
