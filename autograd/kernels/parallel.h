@@ -44,8 +44,6 @@ void run_parts(int parts, Part&& part);
 
 // Below this much work (roughly, element operations) even the pool's hand-off costs more
 // than it saves; above it, loops are cut into chunks of about kChunkWork, at most kMaxChunks.
-// Chunks smaller than a thread's share let the threads even out: with 2 threads and 8 chunks
-// no thread is left idle for more than one chunk's time.
 inline constexpr int64_t kMinParallelWork = int64_t{1} << 15;
 inline constexpr int64_t kChunkWork = int64_t{1} << 12;
 inline constexpr int64_t kMaxChunks = 64;
@@ -65,11 +63,21 @@ inline int64_t chunk_count(int64_t n, int64_t cost_per_item) {
 // by at most one, as chunk_count says. The chunks are the same for every thread count, so a
 // body may even keep a partial result per chunk, as long as the caller combines them in chunk
 // order.
+//
+// The chunks are handed out in one contiguous run per thread (part p of T takes chunks
+// p C / T to (p + 1) C / T), not one by one: then thread 0 works on the start of every tensor
+// in op after op and thread 1 on the end, each on data already in its own core's cache. Taken
+// one at a time, the chunks went to whichever thread came first, and a 2-thread step of the
+// small copy model ran 20% slower (bench/copy, copy-tiny: 11.4 against 9.5 ms per step).
 template <typename Body>
 void parallel_for(int64_t n, int64_t cost_per_item, Body&& body) {
   const int64_t chunks = chunk_count(n, cost_per_item);
   if (chunks == 0) return;
-  run_parts(static_cast<int>(chunks), [&](int c) { body(n * c / chunks, n * (c + 1) / chunks); });
+  const int64_t parts = std::min<int64_t>(chunks, num_threads());
+  run_parts(static_cast<int>(parts), [&](int p) {
+    for (int64_t c = chunks * p / parts; c < chunks * (p + 1) / parts; ++c)
+      body(n * c / chunks, n * (c + 1) / chunks);
+  });
 }
 
 // ---- implementation of run_parts ----------------------------------------------------------
