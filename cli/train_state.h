@@ -3,12 +3,13 @@
 // draws the same batches and dropout masks and takes the same optimizer steps, so its losses
 // equal those of a run that never stopped, bit for bit.
 //
-// The checkpoint M stays a plain state dict (the interop contract of DESIGN.md), so this state
-// lives in a second file, M with its extension replaced by ".train-state.safetensors"
-// ("runs/copy.safetensors" -> "runs/copy.train-state.safetensors"). It is a safetensors file
-// too, written atomically in the same way, after M. It holds a copy of the weights, so that it
-// is complete on its own: a run killed between writing M and writing it leaves M one save
-// ahead, and the resumed run continues, exactly, from the state's (earlier) step.
+// The checkpoint M stays a plain state dict that other tools can read
+// (docs/checkpoint-format.md), so this state lives in a second file, M with its extension
+// replaced by ".train-state.safetensors" ("runs/copy.safetensors" ->
+// "runs/copy.train-state.safetensors"). It is a safetensors file too, written atomically in
+// the same way, after M. It holds a copy of the weights, so that it is complete on its own: a
+// run killed between writing M and writing it leaves M one save ahead, and the resumed run
+// continues, exactly, from the state's (earlier) step.
 //
 //   tensors   "model.<parameter>"                          the weights, as saved in M
 //             "adam.m.<parameter>", "adam.v.<parameter>"   Adam's moments   (optimizer adam)

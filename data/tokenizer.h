@@ -34,8 +34,8 @@
 // [0, size()).
 //
 // to_json()/tokenizer_from_json() store a tokenizer as one line of JSON, for the checkpoint's
-// __metadata__ (DESIGN.md, "Checkpoint format"); the round trip gives the same ids for every
-// text, and a malformed document is refused with a FormatError saying what is wrong.
+// __metadata__ (docs/checkpoint-format.md, "The tokenizer"); the round trip gives the same ids
+// for every text, and a malformed document is refused with a FormatError saying what is wrong.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,5 @@
 // The special token ids every vocabulary in the project shares: toy tasks, tokenizers and
-// checkpoints alike (DESIGN.md, "Checkpoint format": pad_id, bos_id, eos_id).
+// checkpoints alike (docs/checkpoint-format.md, "Special token ids": pad_id, bos_id, eos_id).
 //
 //   pad 0   fills the short sequences of a batch; masks and the loss ignore it
 //   bos 1   begin of sequence: the first decoder input, from which generation starts

@@ -51,7 +51,7 @@ struct TransformerConfig {
 
   // Throws std::invalid_argument naming the first field that is out of range.
   void validate() const;
-  // The checkpoint's __metadata__ (DESIGN.md's contract) and back.
+  // The checkpoint's __metadata__ (docs/checkpoint-format.md, "Metadata") and back.
   std::map<std::string, std::string> to_metadata() const;
   static TransformerConfig from_metadata(const std::map<std::string, std::string>& metadata,
                                          const std::string& source);

@@ -42,7 +42,7 @@ namespace {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-// A toy vocabulary with the library's special ids: pad 0, bos 1, eos 2 (DESIGN.md).
+// A toy vocabulary with the library's special ids: pad 0, bos 1, eos 2 (data/vocab.h).
 const std::vector<std::string> kVocab = {"<pad>", "<bos>", "<eos>", "the", "a",   "cat",
                                          "dog",   "sat",   "ran",   "on",  "mat", "big",
                                          "red",   "saw",   "home",  "it"};

@@ -155,7 +155,7 @@ class Transformer(torch.nn.Module):
 
 
 def save_safetensors(path, tensors, metadata):
-    """The format of DESIGN.md: u64 header length, JSON header, little-endian F32 data."""
+    """docs/checkpoint-format.md: u64 header length, JSON header, little-endian F32 data."""
     header, blobs, offset = {"__metadata__": metadata}, [], 0
     for name, t in tensors.items():
         data = t.detach().contiguous().float().numpy().astype("<f4").tobytes()
