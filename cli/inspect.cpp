@@ -15,6 +15,7 @@
 #include "data/parallel_corpus.h"
 #include "models/decode.h"
 #include "nn/attention.h"
+#include "training/evaluate.h"
 #include "viz/heatmap.h"
 
 namespace gf::cli {
@@ -34,17 +35,9 @@ int run_score(const ScoreOptions& o) {
           fmt::format("{}:{}: a sequence of {} tokens is longer than the model's max_len {}",
                       file.source, file.lines[i], longest, max_len));
   }
-  model->eval();
-  NoGrad no_grad;
-  for (const data::Pair& pair : file.pairs) {
-    const data::Batch batch = data::make_batch(std::span<const data::Pair>(&pair, 1));
-    const Tensor log_probs = log_softmax(model->forward(batch.src, batch.tgt_in));  // [1, T, V]
-    const int64_t t_len = batch.tgt_out.numel(), v = model->config.vocab_size;
-    double nll = 0.0;
-    for (int64_t t = 0; t < t_len; ++t)
-      nll -= static_cast<double>(log_probs.data()[t * v + batch.tgt_out.data()[t]]);
-    fmt::print("{:.6f}\n", nll);
-  }
+  // 0 - sum, not -sum: a sum of +0 prints as 0.000000, not -0.000000.
+  for (const data::Pair& pair : file.pairs)
+    fmt::print("{:.6f}\n", 0.0 - training::log_likelihood(*model, pair.src, pair.tgt));
   return 0;
 }
 
@@ -62,15 +55,14 @@ int run_decode(const DecodeOptions& o) {
   auto model = load_model(o.ckpt);
   const data::IdLines lines = data::read_id_lines(std::cin);
   data::check_ids(lines, static_cast<int32_t>(model->config.vocab_size));
-  for (const std::vector<int32_t>& sequence : lines.sequences) {
-    const IndexTensor src = IndexTensor::from({1, static_cast<int64_t>(sequence.size())}, sequence);
-    const std::vector<TokenIds> out =
-        o.beam > 1 ? beam_search(
-                         *model, src,
-                         {.beam = o.beam, .length_penalty = o.length_penalty, .max_len = o.max_len})
-                   : greedy_decode(*model, src, {.max_len = o.max_len});
-    fmt::print("{}\n", fmt::join(out[0], " "));
-  }
+  // Each line decoded alone, so that its output does not depend on the lines beside it.
+  const std::vector<TokenIds> outputs = training::decode_corpus(*model, lines.sequences,
+                                                                {.beam = o.beam,
+                                                                 .length_penalty = o.length_penalty,
+                                                                 .max_len = o.max_len,
+                                                                 .batch = 1,
+                                                                 .by_length = false});
+  for (const TokenIds& out : outputs) fmt::print("{}\n", fmt::join(out, " "));
   return 0;
 }
 

@@ -2,9 +2,10 @@
 // warm-up schedule (§5.3), on a generated task, a file of id pairs, or sentence pairs (a file,
 // or the generated toy language) through a tokenizer learned from them; then a check by
 // greedy decoding (exact copies, or BLEU for text), the checkpoint (with the tokenizer, for
-// text), and pictures of the loss and learning rate.
+// text), and pictures of the loss and learning rate. The training itself is the library's
+// (training/): this file turns flags into its parts and reports.
 //
-// A run keeps its work: beside the checkpoint goes the training state (cli/train_state.h), from
+// A run keeps its work: beside the checkpoint goes the training state (training/resume.h), from
 // which --resume continues exactly; Ctrl-C or SIGTERM stops after the current step and saves;
 // and a loss or gradient that is not finite stops the run before the update it would spoil,
 // saving the weights it had.
@@ -12,7 +13,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -20,56 +20,46 @@
 #include <stdexcept>
 
 #include "autograd/errors.h"
-#include "autograd/graph.h"
 #include "autograd/kernels/parallel.h"
-#include "autograd/ops.h"
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "cli/train_state.h"
-#include "cli/translation.h"
-#include "data/batch.h"
+#include "cli/train_options.h"
+#include "data/batch_source.h"
 #include "data/pairs_file.h"
 #include "data/parallel_corpus.h"
-#include "data/tasks.h"
 #include "data/toy_language.h"
-#include "models/evaluation.h"
-#include "nn/checkpoint.h"
-#include "nn/optim.h"
+#include "training/evaluate.h"
+#include "training/loop.h"
+#include "training/resume.h"
+#include "training/trainer.h"
 #include "viz/line_plot.h"
 
 namespace gf::cli {
 
 namespace {
 
-bool is_text_task(const TrainOptions& o) {
-  return o.task == "translate" || o.task == "toy-translation";
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
 // Sentence pairs for a text task: from --data and --dev, or generated (the toy language's
-// train and dev parts, written to files by `transformer generate` for reading).
+// train and dev parts, written to files by `transformer generate` for reading). The toy
+// language is generated from --seed itself, so that `transformer generate` with the same seed
+// and sizes writes the same corpus, test part included.
 struct TextPairs {
   data::SentencePairsFile train, dev;  // dev.pairs is empty when there is no dev set
 };
 
-data::SentencePairsFile as_file(const std::vector<data::AlignedPair>& pairs,
-                                const std::string& name) {
-  data::SentencePairsFile file{.name = name, .pairs = {}, .lines = {}, .skipped = {}};
-  for (const data::AlignedPair& p : pairs) {
-    file.pairs.push_back({data::join_words(p.source), data::join_words(p.target),
-                          data::alignment_text(p.alignment)});
-    file.lines.push_back(static_cast<int64_t>(file.pairs.size()));
-  }
-  return file;
-}
-
-TextPairs read_text_pairs(const TrainOptions& o, uint64_t seed) {
+TextPairs read_text_pairs(const TrainOptions& o) {
   TextPairs text;
   if (o.task == "toy-translation") {
-    Rng rng(seed);
+    Rng rng(o.seed);
     const data::ToyCorpus corpus =
         data::generate_toy_corpus({.split = data::parse_toy_split(o.split)}, rng);
-    text.train = as_file(corpus.train, "toy-translation train");
-    text.dev = as_file(corpus.dev, "toy-translation dev");
+    text.train = data::sentence_pairs_of(corpus.train, "toy-translation train");
+    text.dev = data::sentence_pairs_of(corpus.dev, "toy-translation dev");
     return text;
   }
   if (o.data.empty())
@@ -100,171 +90,159 @@ std::unique_ptr<data::Tokenizer> learn_tokenizer(const TrainOptions& o,
       data::BpeTokenizer::learn(texts, {.vocab_size = static_cast<int32_t>(size)}));
 }
 
-// The training batches: freshly generated pairs, the batches of an id file cycled in order,
-// or, for text, epochs of batches of similar length.
-class BatchSource {
- public:
-  BatchSource(const TrainOptions& o, const TransformerConfig& config, uint64_t seed,
-              std::vector<data::Pair> text_pairs = {})
-      : rng_(seed),
-        eval_rng_(rng_.next_u64()),
-        epoch_start_(rng_.state()),
-        batch_(o.batch),
-        batch_tokens_(o.batch_tokens) {
-    if (is_text_task(o)) {
-      text_ = std::move(text_pairs);
-    } else if (!o.pairs.empty()) {
-      file_ = data::read_pairs(o.pairs);
-      data::check_ids(*file_, static_cast<int32_t>(config.vocab_size));
-      slices_ = data::batches_in_order(file_->pairs, o.batch);
-    } else {
-      task_ = data::parse_task(o.task);
-      task_config_ = {.vocab_size = static_cast<int32_t>(config.vocab_size),
-                      .min_len = o.min_length > 0 ? o.min_length : o.length,
-                      .max_len = o.length};
-      data::validate(task_config_);
-    }
-  }
-  data::Batch next() {
-    if (!text_.empty()) {
-      if (next_slice_ == epoch_.size()) {
-        epoch_start_ = rng_.state();
-        epoch_ = data::batches_by_length(text_, batch_tokens_, rng_);
-        next_slice_ = 0;
-      }
-      return data::make_batch(epoch_[next_slice_++]);
-    }
-    if (file_) return data::make_batch(slices_[next_slice_++ % slices_.size()]);
-    const std::vector<data::Pair> pairs = data::generate(task_, batch_, task_config_, rng_);
-    return data::make_batch(pairs);
-  }
-  bool generated() const { return !file_.has_value() && text_.empty(); }
-  std::vector<data::Pair> fresh(int64_t count) {
-    return data::generate(task_, count, task_config_, eval_rng_);
-  }
-  const std::vector<data::Pair>& file_pairs() const { return file_->pairs; }
-
-  // Where the batches stand, and a return there. An epoch of text is not stored: it is drawn
-  // again from the stream as it was before the epoch, which gives the same batches.
-  BatchPosition position() const {
-    return {.batches = rng_.state(),
-            .eval = eval_rng_.state(),
-            .epoch_start = epoch_start_,
-            .next = static_cast<int64_t>(next_slice_),
-            .in_epoch = !epoch_.empty()};
-  }
-  void restore(const BatchPosition& p, const std::string& path) {
-    eval_rng_.set_state(p.eval);
-    epoch_start_ = p.epoch_start;
-    next_slice_ = static_cast<size_t>(p.next);
-    if (text_.empty() || !p.in_epoch) {
-      rng_.set_state(p.batches);
-      return;
-    }
-    rng_.set_state(p.epoch_start);
-    epoch_ = data::batches_by_length(text_, batch_tokens_, rng_);
-    if (rng_.state() != p.batches || p.next < 0 || next_slice_ > epoch_.size())
-      throw FormatError(fmt::format(
-          "training state: {}: the training pairs differ from those of the run being resumed",
-          path));
-  }
-
-  int64_t longest() const {
-    if (generated()) return task_config_.max_len + 2;
-    size_t longest = 0;
-    for (const data::Pair& p : text_.empty() ? file_->pairs : text_)
-      longest = std::max({longest, p.src.size(), p.tgt.size()});
-    return static_cast<int64_t>(longest);
-  }
-
- private:
-  Rng rng_;                 // training batches
-  Rng eval_rng_;            // evaluation sequences: drawing them must not change the training data
-  Rng::State epoch_start_;  // text: rng_ before the current epoch was drawn
-  int64_t batch_, batch_tokens_;
-  data::Task task_ = data::Task::Copy;
-  data::TaskConfig task_config_;
-  std::optional<data::PairsFile> file_;
-  std::vector<std::span<const data::Pair>> slices_;
-  std::vector<data::Pair> text_;
-  std::vector<std::vector<data::Pair>> epoch_;
-  size_t next_slice_ = 0;
+// The model a run trains and, for text, its tokenizer.
+struct Learner {
+  std::unique_ptr<Transformer> model;
+  std::unique_ptr<data::Tokenizer> tokenizer;  // text tasks only
+  std::string tokenizer_origin;                // " (learned in 0.12s)" or " (from M)"
 };
 
-// Adam or SGD behind one face, with their buffers named after the parameters for the
-// training state ("adam.m.encoder.layers.0.ffn.linear1.weight").
-class Optimizer {
+// A new model (and, for text, a tokenizer learned from the pairs), or the model of --init or
+// --resume. A file fixes the architecture (and, for text, the tokenizer), but dropout is a
+// training choice it does not store: --dropout still applies, with masks drawn from --seed
+// (or, resuming, from where the saved run left its mask streams).
+Learner make_model(const TrainOptions& o, const TextPairs& text,
+                   const std::optional<training::TrainState>& resumed, Rng& rng) {
+  const std::string& start_from = resumed ? o.resume : o.init;
+  Learner learner;
+  if (start_from.empty()) {
+    TransformerConfig config = o.model;
+    if (is_text_task(o)) {
+      const auto learning = Clock::now();
+      learner.tokenizer = learn_tokenizer(o, text.train);
+      learner.tokenizer_origin = fmt::format(" (learned in {:.2f}s)", seconds_since(learning));
+      config.vocab_size = learner.tokenizer->size();
+    } else if (o.vocab_size > 0) {
+      config.vocab_size = o.vocab_size;
+    }
+    learner.model = std::make_unique<Transformer>(config, rng);
+    return learner;
+  }
+  if (is_text_task(o)) {
+    Translator translator = load_translator(start_from, o.model.dropout, rng.next_u64());
+    learner.model = std::move(translator.model);
+    learner.tokenizer = std::move(translator.tokenizer);
+    learner.tokenizer_origin = fmt::format(" (from {})", start_from);
+  } else {
+    learner.model = load_model(start_from, o.model.dropout, rng.next_u64());
+  }
+  if (resumed)
+    fmt::print(stderr, "resuming {} at step {} of {} (its model and training settings)\n", o.resume,
+               resumed->step, o.steps);
+  else
+    fmt::print(stderr,
+               "starting from {} (its configuration replaces the model flags except --dropout)\n",
+               o.init);
+  return learner;
+}
+
+// The training batches: fresh pairs of a generated task, an id file's batches cycled in order,
+// or epochs of text pairs batched by length. Throws when a sequence does not fit the model.
+data::BatchSource make_batches(const TrainOptions& o, const Learner& learner, const TextPairs& text,
+                               Rng rng) {
+  const TransformerConfig& config = learner.model->config;
+  if (is_text_task(o)) {
+    std::vector<data::Pair> ids = data::encode_pairs(*learner.tokenizer, text.train);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const size_t longest = std::max(ids[i].src.size(), ids[i].tgt.size() - 1);
+      if (static_cast<int64_t>(longest) > config.max_len)
+        throw std::invalid_argument(fmt::format(
+            "{}:{}: the pair has {} tokens, more than --max-len {} (raise it, or leave the line "
+            "out)",
+            text.train.name, text.train.lines[i], longest, config.max_len));
+    }
+    return data::BatchSource::by_length(std::move(ids), o.batch_tokens, rng);
+  }
+  std::optional<data::BatchSource> batches;
+  if (!o.pairs.empty()) {
+    data::PairsFile file = data::read_pairs(o.pairs);
+    data::check_ids(file, static_cast<int32_t>(config.vocab_size));
+    batches = data::BatchSource::cycled(std::move(file.pairs), o.batch, rng);
+  } else {
+    const data::TaskConfig task = {.vocab_size = static_cast<int32_t>(config.vocab_size),
+                                   .min_len = o.min_length > 0 ? o.min_length : o.length,
+                                   .max_len = o.length};
+    batches = data::BatchSource::generated(data::parse_task(o.task), task, o.batch, rng);
+  }
+  if (batches->longest() > config.max_len)
+    throw std::invalid_argument(fmt::format("sequences of up to {} tokens do not fit --max-len {}",
+                                            batches->longest(), config.max_len));
+  return std::move(*batches);
+}
+
+// Adam or SGD, at --lr 0 (the default) the schedule's own rate: a factor of 0.3 for noam,
+// 1e-3 for a constant rate. On the copy task, 0.5 let the loss spike back up two or three times
+// after it had reached its floor (the 600-step run then copied 95% exactly); 0.3 copies all 100
+// fresh sequences for seeds 1 to 3 and its curve has no such spikes.
+training::Trainer make_trainer(const TrainOptions& o, const Transformer& model) {
+  const float lr = o.lr > 0.0f ? o.lr : (o.schedule == "noam" ? 0.3f : 1e-3f);
+  nn::NamedTensors parameters = model.named_parameters();
+  nn::Optimizer optimizer = o.optimizer == "adam"
+                                ? nn::Optimizer(std::move(parameters), nn::AdamConfig{.lr = lr})
+                                : nn::Optimizer(std::move(parameters), nn::SgdConfig{.lr = lr});
+  training::Schedule schedule = o.schedule == "noam"
+                                    ? training::noam(model.config.d_model, o.warmup, lr)
+                                    : training::constant(lr);
+  return training::Trainer(std::move(optimizer), std::move(schedule),
+                           {.clip = o.clip, .check_finite = true});
+}
+
+// Greedy decoding, never teacher forcing: the model must produce each token from its own.
+// Text: BLEU on the first --eval-count dev pairs (training pairs when there is no dev set,
+// which only shows what the model memorised), and on the whole dev set at the end. A generated
+// task: exact copies of fresh sequences, drawn from a stream of their own so that checking
+// does not change the training data. An id file: its own pairs, at the end.
+class Checks {
  public:
-  Optimizer(const TrainOptions& o, nn::NamedTensors parameters, float lr)
-      : parameters_(std::move(parameters)) {
-    std::vector<Tensor> tensors;
-    for (const auto& [name, p] : parameters_) tensors.push_back(p);
-    if (o.optimizer == "adam")
-      adam_.emplace(tensors, nn::AdamConfig{.lr = lr});
-    else
-      sgd_.emplace(tensors, nn::SgdConfig{.lr = lr});
+  Checks(const TrainOptions& o, const TextPairs& text, const data::BatchSource& batches, Rng fresh)
+      : o_(o), text_(text), batches_(batches), fresh_(fresh) {
+    const auto& from = text.dev.pairs.empty() ? text.train.pairs : text.dev.pairs;
+    some_.assign(from.begin(),
+                 from.begin() + std::min<std::ptrdiff_t>(o.eval_count, std::ssize(from)));
   }
-  void step(float lr) {
-    if (adam_) {
-      adam_->set_lr(lr);
-      adam_->step();
+  Rng& fresh_stream() { return fresh_; }
+
+  // A line for the progress display, or nothing for an id file.
+  std::optional<std::string> during(int64_t step, Transformer& model,
+                                    const data::Tokenizer* tokenizer) {
+    if (tokenizer)
+      return fmt::format("step {}: BLEU {:.1f} on {} {} (greedy)", step,
+                         training::score_translations(model, *tokenizer, some_).bleu.score,
+                         some_.size(), pairs_name());
+    if (!batches_.is_generated()) return std::nullopt;
+    return fmt::format("step {}: {:.0f}% of {} fresh sequences decoded exactly", step,
+                       100 * training::exact_match(model, fresh_pairs()), o_.eval_count);
+  }
+
+  void print_final(Transformer& model, const data::Tokenizer* tokenizer) {
+    if (tokenizer) {
+      const auto& pairs = text_.dev.pairs.empty() ? some_ : text_.dev.pairs;
+      const training::TranslationScores scores =
+          training::score_translations(model, *tokenizer, pairs);
+      fmt::print("{} on {} {} (greedy), chrF = {:.2f}\n", scores.bleu.to_string(), pairs.size(),
+                 pairs_name(), scores.chrf.score);
+    } else if (batches_.is_generated()) {
+      fmt::print("exact: {:.1f}% of {} fresh sequences decoded exactly (greedy)\n",
+                 100 * training::exact_match(model, fresh_pairs()), o_.eval_count);
     } else {
-      sgd_->set_lr(lr);
-      sgd_->step();
+      fmt::print("exact: {:.1f}% of {} training pairs decoded exactly (greedy)\n",
+                 100 * training::exact_match(model, batches_.pairs()), batches_.pairs().size());
     }
-  }
-  int64_t steps() const { return adam_ ? adam_->steps() : 0; }
-  nn::NamedTensors buffers() const {
-    nn::NamedTensors named;
-    if (adam_) {
-      add(named, "adam.m.", adam_->first_moments());
-      add(named, "adam.v.", adam_->second_moments());
-    } else {
-      add(named, "sgd.velocity.", sgd_->velocities());
-    }
-    return named;
-  }
-  void restore(const TrainState& state, const std::string& path) {
-    if (state.optimizer.size() != (adam_ ? 2 : 1) * parameters_.size())
-      throw FormatError(fmt::format(
-          "training state: {}: holds {} optimizer buffers; {} for this model needs {}", path,
-          state.optimizer.size(), adam_ ? "Adam" : "SGD", (adam_ ? 2 : 1) * parameters_.size()));
-    if (adam_)
-      adam_->restore(state.optimizer_step, find(state, "adam.m.", path),
-                     find(state, "adam.v.", path));
-    else
-      sgd_->restore(find(state, "sgd.velocity.", path));
   }
 
  private:
-  void add(nn::NamedTensors& named, const std::string& prefix,
-           const std::vector<Tensor>& buffers) const {
-    for (size_t i = 0; i < buffers.size(); ++i)
-      named.emplace_back(prefix + parameters_[i].first, buffers[i]);
+  const char* pairs_name() const {
+    return text_.dev.pairs.empty() ? "training pairs" : "dev pairs";
   }
-  std::vector<Tensor> find(const TrainState& state, const std::string& prefix,
-                           const std::string& path) const {
-    std::vector<Tensor> found;
-    for (const auto& [name, parameter] : parameters_) {
-      const auto it = std::find_if(state.optimizer.begin(), state.optimizer.end(),
-                                   [&](const auto& saved) { return saved.first == prefix + name; });
-      if (it == state.optimizer.end())
-        throw FormatError(fmt::format(
-            "training state: {}: tensor \"{}{}\" is missing (the state is of another model or "
-            "optimizer)",
-            path, prefix, name));
-      if (!(it->second.shape() == parameter.shape()))
-        throw FormatError(
-            fmt::format("training state: {}: tensor \"{}\" has shape {} but the parameter has {}",
-                        path, it->first, it->second.shape(), parameter.shape()));
-      found.push_back(it->second);
-    }
-    return found;
+  std::vector<data::Pair> fresh_pairs() {
+    return data::generate(data::parse_task(o_.task), o_.eval_count, batches_.task_config(), fresh_);
   }
 
-  nn::NamedTensors parameters_;
-  std::optional<nn::Adam> adam_;
-  std::optional<nn::Sgd> sgd_;
+  const TrainOptions& o_;
+  const TextPairs& text_;
+  const data::BatchSource& batches_;
+  Rng fresh_;
+  std::vector<data::SentencePair> some_;
 };
 
 // SIGINT (Ctrl-C) and SIGTERM ask training to stop after the current step, which then saves
@@ -311,328 +289,234 @@ void write_loss_log(const std::string& path, const std::vector<float>& losses) {
   if (!out) throw std::runtime_error(fmt::format("--log-losses: cannot write {}", path));
 }
 
-// --resume: reads the training state beside the checkpoint and takes its options.
-TrainState read_resume(TrainOptions& o) {
-  if (!o.init.empty())
-    throw std::invalid_argument(
-        "--resume continues a run and --init starts a new one from a model: give one of them");
-  const std::string path = train_state_path(o.resume);
-  if (!std::filesystem::exists(path))
-    throw std::invalid_argument(fmt::format(
-        "--resume {}: there is no training state {} beside it, so the run cannot continue "
-        "exactly (--init {} starts a new run from its weights)",
-        o.resume, path, o.resume));
-  TrainState state = load_train_state(path);
-  apply_kept_options(state.options, o, path);
-  if (!o.given.contains("save")) o.save = o.resume;
-  if (o.steps <= state.step)
-    throw std::invalid_argument(fmt::format(
-        "--resume {}: the run has done {} steps already; --steps is the total to reach, so give "
-        "more than {}",
-        o.resume, state.step, state.step));
-  return state;
+// Prints what the run trains on: its data and tokenizer (text), and its model.
+void describe(const TrainOptions& o, const TextPairs& text, const Learner& learner) {
+  const TransformerConfig& config = learner.model->config;
+  if (is_text_task(o))
+    fmt::print(stderr, "data: {} training pairs{}, {} tokenizer of {} tokens{}\n",
+               text.train.pairs.size(),
+               text.dev.pairs.empty() ? "" : fmt::format(", {} dev pairs", text.dev.pairs.size()),
+               learner.tokenizer->kind(), learner.tokenizer->size(), learner.tokenizer_origin);
+  fmt::print(
+      stderr, "model: {} parameters (d_model {}, d_ff {}, heads {}, layers {}+{}, vocab {}{})\n",
+      learner.model->parameter_count(), config.d_model, config.d_ff, config.heads,
+      config.encoder_layers, config.decoder_layers, config.vocab_size, config.tied ? ", tied" : "");
 }
 
-void validate(const TrainOptions& o) {
-  auto require = [](bool ok, const std::string& message) {
-    if (!ok) throw std::invalid_argument(message);
-  };
-  require(o.steps > 0, fmt::format("--steps must be positive, got {}", o.steps));
-  require(o.batch > 0, fmt::format("--batch must be positive, got {}", o.batch));
-  require(o.lr >= 0.0f,
-          fmt::format("--lr must not be negative, got {} (0: the schedule's default)", o.lr));
-  require(o.warmup > 0, fmt::format("--warmup must be positive, got {}", o.warmup));
-  require(o.clip >= 0.0f, fmt::format("--clip must not be negative, got {}", o.clip));
-  require(o.label_smoothing >= 0.0f && o.label_smoothing < 1.0f,
-          fmt::format("--label-smoothing {} is outside [0, 1)", o.label_smoothing));
-  require(o.optimizer == "adam" || o.optimizer == "sgd",
-          fmt::format("--optimizer must be adam or sgd, got \"{}\"", o.optimizer));
-  require(o.schedule == "noam" || o.schedule == "constant",
-          fmt::format("--schedule must be noam or constant, got \"{}\"", o.schedule));
-  require(o.threads >= 0, fmt::format("--threads must not be negative, got {}", o.threads));
-  require(o.eval_count > 0, fmt::format("--eval-count must be positive, got {}", o.eval_count));
-  require(
-      o.eval_every >= 0,
-      fmt::format("--eval-every must not be negative, got {} (0: only at the end)", o.eval_every));
-  require(o.save_every >= 0,
-          fmt::format("--save-every must not be negative, got {}", o.save_every));
-  require(o.batch_tokens > 0,
-          fmt::format("--batch-tokens must be positive, got {}", o.batch_tokens));
-  require(o.vocab_size >= 0,
-          fmt::format("--vocab-size must not be negative, got {}", o.vocab_size));
-  require(is_text_task(o) || o.data.empty(),
-          fmt::format("--data is for --task translate; --task {} generates its data ({})", o.task,
-                      "--pairs reads a file of ids"));
-  require(o.task == "translate" || o.dev.empty(), "--dev is for --task translate");
-  require(!is_text_task(o) || o.pairs.empty(),
-          "--pairs holds token ids; sentence pairs for --task translate go in --data");
-}
+// Where a run stands before a step: a step that goes bad is saved as not taken.
+struct Snapshot {
+  data::BatchPosition batches;
+  Rng::State fresh{};
+  nn::RandomStates dropout;
+};
+
+// One `transformer train` run around the library's loop: the hooks that report progress,
+// check, stop on a signal and save, and what is saved: the checkpoint, its training state
+// beside it, and the loss log.
+class TrainRun {
+ public:
+  TrainRun(const TrainOptions& o, Learner& learner, training::Trainer& trainer,
+           data::BatchSource& batches, Checks& checks)
+      : o_(o),
+        learner_(learner),
+        model_(*learner.model),
+        trainer_(trainer),
+        batches_(batches),
+        checks_(checks),
+        state_path_(training::train_state_path(o.save)),
+        kept_(kept_options(o)),
+        progress_(o.steps) {
+    for (const std::string& path : {o.save, state_path_}) nn::remove_stale_temporaries(path);
+  }
+
+  void resume(const training::TrainState& state) {
+    if (training::weights_digest(model_) != state.weights)
+      fmt::print(stderr,
+                 "note: {} holds other weights than its training state (a save stopped between "
+                 "the two files?); the run continues from the state's weights, of step {}\n",
+                 o_.resume, state.step);
+    training::restore(state, training::train_state_path(o_.resume), model_, trainer_, batches_,
+                      checks_.fresh_stream());
+    losses_ = state.losses;
+    rates_ = state.rates;
+  }
+
+  data::Batch next_batch() {
+    before_ = now();
+    return batches_.next();
+  }
+
+  // The run's clock starts here.
+  training::Hooks hooks(const StopOnSignals& stop, int& exit_code) {
+    start_ = Clock::now();
+    return {.after_step = [this](const training::StepRecord& r) { after_step(r); },
+            .evaluate =
+                [this](int64_t step) {
+                  if (o_.eval_every > 0 && step % o_.eval_every == 0 && step < o_.steps)
+                    check(step);
+                },
+            .stop =
+                [this, &stop, &exit_code](int64_t step) {
+                  if (stop.pending() == 0) return false;
+                  exit_code = stopped(step, stop.pending());
+                  return true;
+                },
+            .save =
+                [this](int64_t step) {
+                  if (o_.save_every > 0 && step % o_.save_every == 0 && step < o_.steps)
+                    save(now());
+                }};
+  }
+
+  // A loss, gradient or weight that is not finite: the run stops, and saves the weights of the
+  // step before when they are still untouched.
+  [[noreturn]] void fail(const training::NonFiniteError& e) {
+    if (e.after_update)
+      throw std::runtime_error(fmt::format(
+          "{}; training stopped without saving these weights{}", e.what(),
+          std::filesystem::exists(o_.save) ? fmt::format(" ({} holds the last ones saved)", o_.save)
+                                           : ""));
+    progress_.note(e.what());
+    save(before_);
+    throw std::runtime_error(fmt::format(
+        "{}; training stopped, and {} holds the weights before it (step {}): lower --lr, or use "
+        "--clip",
+        e.what(), o_.save, e.step - 1));
+  }
+
+  void finish() {
+    const double seconds = training_seconds();
+    // Saved as it stands before the final check draws its sequences, so that a run continued
+    // from here evaluates exactly as one that had been asked for more steps at the start.
+    const Snapshot end = now();
+    progress_.finish(fmt::format("final loss {:.4f}, {:.0f} target tokens/s, {:.0f} {}/s",
+                                 losses_.back(), static_cast<double>(tokens_) / seconds,
+                                 static_cast<double>(sequences_) / seconds,
+                                 learner_.tokenizer ? "sentence pairs" : "sequences"));
+    checks_.print_final(model_, learner_.tokenizer.get());
+    save(end);
+    draw_curves();
+  }
+
+ private:
+  Snapshot now() {
+    return {batches_.position(), checks_.fresh_stream().state(), nn::random_states(model_)};
+  }
+
+  double training_seconds() const { return seconds_since(start_) - checking_; }
+
+  void after_step(const training::StepRecord& r) {
+    losses_.push_back(r.result.loss);
+    rates_.push_back(r.result.lr);
+    tokens_ += r.target_tokens;
+    sequences_ += r.sequences;
+    progress_.update(r.result.step,
+                     fmt::format("loss {:.4f} lr {:.2e} {:.0f} tok/s", r.result.loss, r.result.lr,
+                                 static_cast<double>(tokens_) / training_seconds()));
+  }
+
+  void check(int64_t step) {
+    const auto start = Clock::now();
+    if (const auto line = checks_.during(step, model_, learner_.tokenizer.get()))
+      progress_.note(*line);
+    checking_ += seconds_since(start);
+  }
+
+  // Ctrl-C or SIGTERM: saves, says how to go on, and returns the shell's exit status for a
+  // program ended by the signal, so that scripts see the stop.
+  int stopped(int64_t step, int signal_number) {
+    save(now());
+    progress_.note(fmt::format(
+        "stopped by {} after step {} of {}: saved {} and its training state {}; continue with: "
+        "transformer train --resume {} --steps {}{}",
+        signal_number == SIGINT ? "SIGINT" : "SIGTERM", step, o_.steps, o_.save, state_path_,
+        o_.save, o_.steps,
+        o_.save_every > 0 ? fmt::format(" --save-every {}", o_.save_every) : ""));
+    return 128 + signal_number;
+  }
+
+  // The checkpoint, then the training state of the steps done so far, as they stood at `at`.
+  void save(const Snapshot& at) {
+    save_model(o_.save, model_, learner_.tokenizer.get());
+    training::save_train_state(
+        state_path_, training::capture(model_, trainer_, at.batches, at.fresh, at.dropout, losses_,
+                                       rates_, kept_));
+    if (!o_.log_losses.empty()) write_loss_log(o_.log_losses, losses_);
+  }
+
+  void draw_curves() const {
+    const std::string loss_png = beside(o_.save, ".loss.png"), lr_png = beside(o_.save, ".lr.png");
+    viz::write_png(
+        viz::line_plot(
+            {{.name = "training loss", .ys = losses_}},
+            {.title = "loss (label-smoothed cross-entropy)", .y_label = "loss", .log_y = true}),
+        loss_png);
+    viz::write_png(viz::line_plot({{.name = "learning rate", .ys = rates_}},
+                                  {.title = fmt::format("learning rate ({} schedule)", o_.schedule),
+                                   .y_label = "learning rate"}),
+                   lr_png);
+    fmt::print("saved: {} (checkpoint), {} (training state, for --resume), {} and {} (curves)\n",
+               o_.save, state_path_, loss_png, lr_png);
+  }
+
+  const TrainOptions& o_;
+  Learner& learner_;
+  Transformer& model_;
+  training::Trainer& trainer_;
+  data::BatchSource& batches_;
+  Checks& checks_;
+  const std::string state_path_;
+  const nn::Metadata kept_;
+  Progress progress_;
+  std::vector<float> losses_, rates_;
+  int64_t tokens_ = 0, sequences_ = 0;
+  Clock::time_point start_;
+  double checking_ = 0.0;  // seconds spent in the checks, which the speeds leave out
+  Snapshot before_;
+};
 
 }  // namespace
 
 int run_train(const TrainOptions& options) {
   TrainOptions o = options;
-  std::optional<TrainState> resumed;
+  std::optional<training::TrainState> resumed;
   if (!o.resume.empty()) resumed = read_resume(o);
   validate(o);
   if (o.threads > 0) gf::kernels::set_num_threads(o.threads);
+  // Every random draw of the run follows from --seed, in this order: the model's weights and
+  // dropout streams, then the batches' stream, and from it the checks' fresh sequences.
   Rng rng(o.seed);
-  const bool text = is_text_task(o);
-  // Text tasks read (or generate) their pairs first: the tokenizer learned from them fixes the
-  // vocabulary. The toy language is generated from --seed itself, so that `transformer generate`
-  // with the same seed and sizes writes the same corpus, test part included.
-  TextPairs pairs;
-  if (text) pairs = read_text_pairs(o, o.seed);
-  std::unique_ptr<data::Tokenizer> tokenizer;
-  double tokenizer_seconds = -1.0;  // how long learning it took; -1: it came with the checkpoint
-  std::unique_ptr<Transformer> model;
-  const std::string& start_from = resumed ? o.resume : o.init;
-  if (start_from.empty()) {
-    TransformerConfig config = o.model;
-    if (text) {
-      const auto learning = std::chrono::steady_clock::now();
-      tokenizer = learn_tokenizer(o, pairs.train);
-      tokenizer_seconds =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - learning).count();
-      config.vocab_size = tokenizer->size();
-    } else if (o.vocab_size > 0) {
-      config.vocab_size = o.vocab_size;
-    }
-    model = std::make_unique<Transformer>(config, rng);
-  } else {
-    // The file fixes the architecture (and, for text, the tokenizer), but dropout is a
-    // training choice it does not store: --dropout still applies, with masks drawn from --seed
-    // (or, resuming, from where the saved run left its mask streams).
-    if (text) {
-      Translator translator = load_translator(start_from, o.model.dropout, rng.next_u64());
-      model = std::move(translator.model);
-      tokenizer = std::move(translator.tokenizer);
-    } else {
-      model = load_model(start_from, o.model.dropout, rng.next_u64());
-    }
-    if (resumed)
-      fmt::print(stderr, "resuming {} at step {} of {} (its model and training settings)\n",
-                 o.resume, resumed->step, o.steps);
-    else
-      fmt::print(stderr,
-                 "starting from {} (its configuration replaces the model flags except "
-                 "--dropout)\n",
-                 o.init);
-  }
-  const TransformerConfig& config = model->config;
-  std::vector<data::Pair> text_ids;
-  if (text) {
-    text_ids = data::encode_pairs(*tokenizer, pairs.train);
-    for (size_t i = 0; i < text_ids.size(); ++i) {
-      const size_t longest = std::max(text_ids[i].src.size(), text_ids[i].tgt.size() - 1);
-      if (static_cast<int64_t>(longest) > config.max_len)
-        throw std::invalid_argument(fmt::format(
-            "{}:{}: the pair has {} tokens, more than --max-len {} (raise it, or leave the line "
-            "out)",
-            pairs.train.name, pairs.train.lines[i], longest, config.max_len));
-    }
-    fmt::print(stderr, "data: {} training pairs{}, {} tokenizer of {} tokens{}\n",
-               pairs.train.pairs.size(),
-               pairs.dev.pairs.empty() ? "" : fmt::format(", {} dev pairs", pairs.dev.pairs.size()),
-               tokenizer->kind(), tokenizer->size(),
-               tokenizer_seconds < 0 ? fmt::format(" (from {})", start_from)
-                                     : fmt::format(" (learned in {:.2f}s)", tokenizer_seconds));
-  }
-  BatchSource source(o, config, rng.next_u64(), std::move(text_ids));
-  if (!text && source.longest() > config.max_len)
-    throw std::invalid_argument(fmt::format("sequences of up to {} tokens do not fit --max-len {}",
-                                            source.longest(), config.max_len));
-  // What the checks decode for text: the first --eval-count dev pairs, or training pairs when
-  // there is no dev set (which only shows what the model memorised).
-  const std::vector<data::SentencePair>& check_from =
-      pairs.dev.pairs.empty() ? pairs.train.pairs : pairs.dev.pairs;
-  const std::vector<data::SentencePair> check_pairs(
-      check_from.begin(),
-      check_from.begin() + std::min<std::ptrdiff_t>(o.eval_count, std::ssize(check_from)));
-  const char* check_name = pairs.dev.pairs.empty() ? "training pairs" : "dev pairs";
+  const TextPairs text = is_text_task(o) ? read_text_pairs(o) : TextPairs{};
+  Learner learner = make_model(o, text, resumed, rng);
+  Transformer& model = *learner.model;
+  Rng batch_rng(rng.next_u64());
+  const Rng fresh(batch_rng.next_u64());
+  data::BatchSource batches = make_batches(o, learner, text, batch_rng);
+  Checks checks(o, text, batches, fresh);
+  describe(o, text, learner);
   // The checkpoint's folder is made now, once the options have passed, so that a --save path
   // that cannot be written fails before the training run rather than after it.
   const std::filesystem::path save_dir = std::filesystem::path(o.save).parent_path();
   if (!save_dir.empty()) std::filesystem::create_directories(save_dir);
-  model->train();
-  fmt::print(
-      stderr, "model: {} parameters (d_model {}, d_ff {}, heads {}, layers {}+{}, vocab {}{})\n",
-      model->parameter_count(), config.d_model, config.d_ff, config.heads, config.encoder_layers,
-      config.decoder_layers, config.vocab_size, config.tied ? ", tied" : "");
+  model.train();
 
-  const nn::NamedTensors parameters = model->named_parameters();
-  std::vector<Tensor> parameter_tensors;
-  for (const auto& [name, p] : parameters) parameter_tensors.push_back(p);
-  // --lr 0 (the default) picks the schedule's own: a factor of 0.3 for noam, 1e-3 for a
-  // constant rate. On the copy task, 0.5 let the loss spike back up two or three times after
-  // it had reached its floor (the 600-step run then copied 95% exactly); 0.3 copies all 100
-  // fresh sequences for seeds 1 to 3 and its curve has no such spikes.
-  const float base_lr = o.lr > 0.0f ? o.lr : (o.schedule == "noam" ? 0.3f : 1e-3f);
-  Optimizer optimizer(o, parameters, base_lr);
-  auto learning_rate = [&](int64_t step) {
-    return o.schedule == "noam" ? nn::noam_lr(step, config.d_model, o.warmup, base_lr) : base_lr;
-  };
-
-  std::vector<float> losses, rates;
-  int64_t first_step = 1;
-  if (resumed) {
-    const std::string resumed_state = train_state_path(o.resume);
-    if (weights_digest(*model) != resumed->weights)
-      fmt::print(stderr,
-                 "note: {} holds other weights than its training state (a save stopped between "
-                 "the two files?); the run continues from the state's weights, of step {}\n",
-                 o.resume, resumed->step);
-    nn::load_checkpoint({.tensors = resumed->model, .metadata = {}}, resumed_state, *model);
-    if (weights_digest(*model) != resumed->weights)
-      throw FormatError(
-          fmt::format("training state: {}: its weights do not match their digest", resumed_state));
-    optimizer.restore(*resumed, resumed_state);
-    restore_dropout_states(*model, resumed->dropout, resumed_state);
-    source.restore(resumed->batches, resumed_state);
-    losses = resumed->losses;
-    rates = resumed->rates;
-    first_step = resumed->step + 1;
-  }
-
-  // Saves the checkpoint and, beside it, the training state of a run that has done `done`
-  // steps and whose batches and dropout masks continue from `position` and `dropout`.
-  const nn::Metadata kept = kept_options(o);
-  const std::string state_path = train_state_path(o.save);
-  auto save_run = [&](int64_t done, const BatchPosition& position,
-                      const std::vector<std::pair<std::string, Rng::State>>& dropout) {
-    save_model(o.save, *model, tokenizer.get());
-    save_train_state(state_path, {.step = done,
-                                  .batches = position,
-                                  .dropout = dropout,
-                                  .optimizer_step = optimizer.steps(),
-                                  .model = parameters,
-                                  .optimizer = optimizer.buffers(),
-                                  .losses = losses,
-                                  .rates = rates,
-                                  .weights = weights_digest(*model),
-                                  .options = kept});
-    if (!o.log_losses.empty()) write_loss_log(o.log_losses, losses);
-  };
-  auto save_now = [&](int64_t done) {
-    save_run(done, source.position(), dropout_states(*model));
-  };
-
-  for (const std::string& path : {o.save, state_path}) remove_stale_temporaries(path);
+  training::Trainer trainer = make_trainer(o, model);
+  TrainRun run(o, learner, trainer, batches, checks);
+  if (resumed) run.resume(*resumed);
   const StopOnSignals stop;
-  Progress progress(o.steps);
-  int64_t tokens = 0, sequences = 0;
-  const auto start = std::chrono::steady_clock::now();
-  double checking = 0.0;  // seconds spent in the checks, which the speeds leave out
-  const auto training_seconds = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() -
-           checking;
-  };
-  for (int64_t step = first_step; step <= o.steps; ++step) {
-    // Where this step starts from: a step that goes bad is saved as not taken.
-    const BatchPosition position = source.position();
-    const auto dropout = dropout_states(*model);
-    const data::Batch batch = source.next();
-    // The last step's gradients go first, so that they do not sit in memory beside this
-    // step's activations.
-    model->zero_grad();
-    const Tensor logits = model->forward(batch.src, batch.tgt_in);
-    const Tensor loss =
-        cross_entropy(logits, batch.tgt_out,
-                      {.ignore_index = config.pad_id, .label_smoothing = o.label_smoothing});
-    loss.backward();
-    // Checked before the update, so that the weights are still those of the last good step.
-    std::optional<std::string> bad;
-    if (const float value = loss.item(); !std::isfinite(value))
-      bad = fmt::format("the loss is {}", std::isnan(value) ? "nan" : "inf");
-    else
-      bad = nn::find_non_finite_gradient(parameters);
-    if (bad) {
-      progress.note(fmt::format("step {}: {}", step, *bad));
-      save_run(step - 1, position, dropout);
-      throw std::runtime_error(fmt::format(
-          "step {}: {}; training stopped, and {} holds the weights before it (step {}): lower "
-          "--lr, or use --clip",
-          step, *bad, o.save, step - 1));
-    }
-    if (o.clip > 0.0f) nn::clip_grad_norm(parameter_tensors, o.clip);
-    const float lr = learning_rate(step);
-    optimizer.step(lr);
-    if (const auto broken = nn::find_non_finite_value(parameters))
-      throw std::runtime_error(fmt::format(
-          "step {}: {} after the update; training stopped without saving these weights{}", step,
-          *broken,
-          std::filesystem::exists(o.save) ? fmt::format(" ({} holds the last ones saved)", o.save)
-                                          : ""));
-    losses.push_back(loss.item());
-    rates.push_back(lr);
-    tokens += batch.target_tokens;
-    sequences += batch.src.shape()[0];
-    progress.update(step, fmt::format("loss {:.4f} lr {:.2e} {:.0f} tok/s", losses.back(), lr,
-                                      static_cast<double>(tokens) / training_seconds()));
-    if (o.eval_every > 0 && step % o.eval_every == 0 && step < o.steps) {
-      const auto check_start = std::chrono::steady_clock::now();
-      if (text) {
-        const double bleu = score_translations(*model, *tokenizer, check_pairs).bleu.score;
-        progress.note(fmt::format("step {}: BLEU {:.1f} on {} {} (greedy)", step, bleu,
-                                  check_pairs.size(), check_name));
-      } else if (source.generated()) {
-        const double accuracy = exact_match(*model, source.fresh(o.eval_count));
-        progress.note(fmt::format("step {}: {:.0f}% of {} fresh sequences decoded exactly", step,
-                                  100 * accuracy, o.eval_count));
-      }
-      model->train();
-      checking +=
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - check_start).count();
-    }
-    if (stop.pending() != 0 && step < o.steps) {
-      save_now(step);
-      progress.note(fmt::format(
-          "stopped by {} after step {} of {}: saved {} and its training state {}; continue "
-          "with: transformer train --resume {} --steps {}{}",
-          stop.pending() == SIGINT ? "SIGINT" : "SIGTERM", step, o.steps, o.save, state_path,
-          o.save, o.steps, o.save_every > 0 ? fmt::format(" --save-every {}", o.save_every) : ""));
-      // The shell's convention for a program ended by signal N, so that scripts see the stop.
-      return 128 + stop.pending();
-    }
-    if (o.save_every > 0 && step % o.save_every == 0 && step < o.steps) save_now(step);
+  int exit_code = 0;
+  try {
+    training::run(
+        trainer, [&] { return run.next_batch(); },
+        [&](const data::Batch& batch) {
+          return training::teacher_forced_loss(model, batch, o.label_smoothing);
+        },
+        o.steps, run.hooks(stop, exit_code));
+  } catch (const training::NonFiniteError& e) {
+    run.fail(e);
   }
-  const double seconds = training_seconds();
-  // Saved as it stands before the final check draws its sequences, so that a run continued
-  // from here evaluates exactly as one that had been asked for more steps at the start.
-  const BatchPosition end_position = source.position();
-  progress.finish(fmt::format("final loss {:.4f}, {:.0f} target tokens/s, {:.0f} {}/s",
-                              losses.back(), static_cast<double>(tokens) / seconds,
-                              static_cast<double>(sequences) / seconds,
-                              text ? "sentence pairs" : "sequences"));
-
-  // Greedy decoding, never teacher forcing: the model must produce each token from its own.
-  if (text) {
-    const std::vector<data::SentencePair>& final_pairs =
-        pairs.dev.pairs.empty() ? check_pairs : pairs.dev.pairs;
-    const TranslationScores scores = score_translations(*model, *tokenizer, final_pairs);
-    fmt::print("{} on {} {} (greedy), chrF = {:.2f}\n", scores.bleu.to_string(), final_pairs.size(),
-               check_name, scores.chrf.score);
-  } else {
-    const double accuracy = source.generated() ? exact_match(*model, source.fresh(o.eval_count))
-                                               : exact_match(*model, source.file_pairs());
-    fmt::print("exact: {:.1f}% of {} {} decoded exactly (greedy)\n", 100 * accuracy,
-               source.generated() ? o.eval_count : static_cast<int64_t>(source.file_pairs().size()),
-               source.generated() ? "fresh sequences" : "training pairs");
-  }
-
-  save_run(o.steps, end_position, dropout_states(*model));
-  const std::string loss_png = beside(o.save, ".loss.png"), lr_png = beside(o.save, ".lr.png");
-  viz::write_png(
-      viz::line_plot(
-          {{.name = "training loss", .ys = losses}},
-          {.title = "loss (label-smoothed cross-entropy)", .y_label = "loss", .log_y = true}),
-      loss_png);
-  viz::write_png(viz::line_plot({{.name = "learning rate", .ys = rates}},
-                                {.title = fmt::format("learning rate ({} schedule)", o.schedule),
-                                 .y_label = "learning rate"}),
-                 lr_png);
-  fmt::print("saved: {} (checkpoint), {} (training state, for --resume), {} and {} (curves)\n",
-             o.save, state_path, loss_png, lr_png);
+  if (exit_code != 0) return exit_code;
+  run.finish();
   return 0;
 }
 

@@ -8,10 +8,9 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "cli/translation.h"
 #include "data/toy_language.h"
 #include "data/utf8.h"
-#include "models/evaluation.h"
+#include "training/evaluate.h"
 
 namespace gf::cli {
 
@@ -46,8 +45,8 @@ int run_translate(const TranslateOptions& o) {
   for (const std::string& l : lines)
     if (!l.empty()) sources.push_back(l);
   const std::vector<std::string> translations =
-      translate_texts(*translator.model, *translator.tokenizer, sources,
-                      {.beam = o.beam, .length_penalty = o.length_penalty});
+      training::translate_texts(*translator.model, *translator.tokenizer, sources,
+                                {.beam = o.beam, .length_penalty = o.length_penalty});
   size_t next = 0;
   for (const std::string& l : lines) fmt::print("{}\n", l.empty() ? "" : translations[next++]);
   return 0;
@@ -65,9 +64,9 @@ int run_eval(const EvalOptions& o) {
         fmt::format("--alignment-layer {} does not exist: the decoder has layers 1 to {}",
                     o.alignment_layer, translator.model->config.decoder_layers));
   const data::SentencePairsFile file = data::read_sentence_pairs(o.data);
-  const TranslationScores scores =
-      score_translations(*translator.model, *translator.tokenizer, file.pairs,
-                         {.beam = o.beam, .length_penalty = o.length_penalty});
+  const training::TranslationScores scores =
+      training::score_translations(*translator.model, *translator.tokenizer, file.pairs,
+                                   {.beam = o.beam, .length_penalty = o.length_penalty});
   const std::string search =
       o.beam > 1 ? fmt::format("beam {}, length penalty {}", o.beam, o.length_penalty) : "greedy";
   fmt::print("{} pairs from {}, {}\n", file.pairs.size(), o.data, search);
@@ -75,19 +74,11 @@ int run_eval(const EvalOptions& o) {
   fmt::print("chrF2 = {:.2f} (precision {:.2f}, recall {:.2f})\n", scores.chrf.score,
              scores.chrf.precision, scores.chrf.recall);
 
-  bool aligned = true;
-  for (const data::SentencePair& p : file.pairs) {
-    try {
-      aligned = aligned && !p.extra.empty() && !data::parse_alignment(p.extra).empty();
-    } catch (const std::invalid_argument&) {
-      aligned = false;
-    }
-  }
-  if (aligned) {
+  if (training::has_alignments(file)) {
     const int64_t layers = translator.model->config.decoder_layers;
     const int64_t layer = o.alignment_layer == 0 ? layers : o.alignment_layer;
     const data::AlignmentScore alignment =
-        score_alignment(*translator.model, *translator.tokenizer, file, layer - 1);
+        training::score_alignment(*translator.model, *translator.tokenizer, file, layer - 1);
     fmt::print(
         "alignment: {:.1f}% of {} aligned target words attend most to their source word "
         "(cross-attention, decoder layer {}, heads averaged, reference fed)\n",

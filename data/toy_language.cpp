@@ -404,4 +404,14 @@ void write_aligned_tsv(const std::filesystem::path& path, const std::vector<Alig
     throw std::runtime_error(fmt::format("cannot write {}: {}", path.string(), error.message()));
 }
 
+SentencePairsFile sentence_pairs_of(const std::vector<AlignedPair>& pairs,
+                                    const std::string& name) {
+  SentencePairsFile file{.name = name, .pairs = {}, .lines = {}, .skipped = {}};
+  for (const AlignedPair& p : pairs) {
+    file.pairs.push_back({join_words(p.source), join_words(p.target), alignment_text(p.alignment)});
+    file.lines.push_back(static_cast<int64_t>(file.pairs.size()));
+  }
+  return file;
+}
+
 }  // namespace gf::data

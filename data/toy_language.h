@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "autograd/random.h"
+#include "data/sentence_pairs.h"
 
 namespace gf::data {
 
@@ -98,5 +99,10 @@ ToyCorpus generate_toy_corpus(const ToyLanguageConfig& config, Rng& rng);
 // columns are what any sentence-pair file holds; readers of plain pairs ignore the third.
 // Atomic: a temporary file, then a rename. Throws std::runtime_error "cannot write PATH: ...".
 void write_aligned_tsv(const std::filesystem::path& path, const std::vector<AlignedPair>& pairs);
+
+// The pairs as a file of sentence pairs named `name` (no file is written): the words joined by
+// spaces, the alignment as the third column, line k holding pair k. How the toy language
+// reaches code written for files, such as training and the alignment score.
+SentencePairsFile sentence_pairs_of(const std::vector<AlignedPair>& pairs, const std::string& name);
 
 }  // namespace gf::data

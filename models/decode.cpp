@@ -88,7 +88,7 @@ std::vector<TokenIds> greedy_decode(Transformer& model, const IndexTensor& src,
       const int32_t next = argmax(logits.data() + b * c.vocab_size, c.vocab_size);
       prefix[i].push_back(next);
       if (!finished[i]) {
-        if (next == c.eos_id)
+        if (next == c.eos_id && options.stop_at_eos)
           finished[i] = true;
         else
           output[i].push_back(next);

@@ -19,8 +19,9 @@ namespace gf {
 using TokenIds = std::vector<int32_t>;
 
 struct GreedyOptions {
-  int64_t max_len = 0;    // most tokens to generate; 0: source length + 50, within max_len
-  bool use_cache = true;  // false recomputes the whole prefix each step (for comparison)
+  int64_t max_len = 0;      // most tokens to generate; 0: source length + 50, within max_len
+  bool use_cache = true;    // false recomputes the whole prefix each step (for comparison)
+  bool stop_at_eos = true;  // false: eos is a token like any other (a task without an end)
 };
 
 // src [B, S] (padded with the model's pad id) -> per row, the generated ids without bos and

@@ -48,8 +48,7 @@ class Dropout : public Module {
  public:
   Dropout(float p, Rng& rng);
   Tensor forward(const Tensor& x);
-  // The generator of the masks, for saving and restoring its state when training resumes.
-  Rng& rng() { return rng_; }
+  Rng* random_stream() override { return &rng_; }  // the masks' generator
 
   float p;
 

@@ -1,5 +1,10 @@
 #include "nn/module.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <stdexcept>
+
 namespace gf::nn {
 
 Tensor Module::register_parameter(std::string name, Tensor value) {
@@ -56,6 +61,30 @@ void Module::train(bool on) {
 
 void Module::zero_grad() {
   for (auto& [name, tensor] : named_parameters()) tensor.zero_grad();
+}
+
+RandomStates random_states(Module& model) {
+  RandomStates states;
+  for (const auto& [name, module] : model.named_modules())
+    if (const Rng* stream = module->random_stream()) states.emplace_back(name, stream->state());
+  return states;
+}
+
+void restore_random_states(Module& model, const RandomStates& states) {
+  std::vector<std::pair<Rng*, Rng::State>> found;
+  for (const auto& [name, module] : model.named_modules()) {
+    Rng* stream = module->random_stream();
+    if (!stream) continue;
+    const auto it = std::find_if(states.begin(), states.end(),
+                                 [&](const auto& saved) { return saved.first == name; });
+    if (it == states.end())
+      throw std::invalid_argument(fmt::format("no dropout state for \"{}\"", name));
+    found.emplace_back(stream, it->second);
+  }
+  if (found.size() != states.size())
+    throw std::invalid_argument(fmt::format("{} dropout states for a model with {} dropout layers",
+                                            states.size(), found.size()));
+  for (auto& [stream, state] : found) stream->set_state(state);
 }
 
 }  // namespace gf::nn

@@ -19,11 +19,14 @@
 #include <utility>
 #include <vector>
 
+#include "autograd/random.h"
 #include "autograd/tensor.h"
 
 namespace gf::nn {
 
 using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+// The states of a model's random generators, by module path ("encoder.layers.0.dropout").
+using RandomStates = std::vector<std::pair<std::string, Rng::State>>;
 
 class Module {
  public:
@@ -49,6 +52,11 @@ class Module {
 
   void zero_grad();  // forgets the gradients of all parameters
 
+  // The generator this module draws from in training mode (Dropout's masks), or none. It is
+  // how a training run saves and restores every random stream of a model without knowing its
+  // layer types.
+  virtual Rng* random_stream() { return nullptr; }
+
  protected:
   // Marks value as requiring grad and records it under name; returns the same handle.
   Tensor register_parameter(std::string name, Tensor value);
@@ -64,6 +72,13 @@ class Module {
   std::vector<std::pair<std::string, Module*>> children_;
   bool training_ = true;
 };
+
+// Every descendant's random_stream() state, depth first: what a resumed run needs to draw the
+// same dropout masks again.
+RandomStates random_states(Module& model);
+// Puts saved states back. Checks first that they name exactly the model's random modules, and
+// throws std::invalid_argument naming the first mismatch, changing nothing.
+void restore_random_states(Module& model, const RandomStates& states);
 
 // Eval mode for a scope (decoding, scoring) and the module's own mode back afterwards, however
 // the scope ends: a check run in the middle of training must leave dropout on.

@@ -114,6 +114,85 @@ void Sgd::zero_grad() {
   for (Tensor& p : parameters_) p.zero_grad();
 }
 
+namespace {
+
+std::vector<Tensor> tensors_of(const NamedTensors& named) {
+  std::vector<Tensor> tensors;
+  for (const auto& [name, tensor] : named) tensors.push_back(tensor);
+  return tensors;
+}
+
+void add_named(NamedTensors& out, const std::string& prefix, const NamedTensors& parameters,
+               const std::vector<Tensor>& buffers) {
+  for (size_t i = 0; i < buffers.size(); ++i)
+    out.emplace_back(prefix + parameters[i].first, buffers[i]);
+}
+
+}  // namespace
+
+Optimizer::Optimizer(NamedTensors parameters, const AdamConfig& config)
+    : named_(std::move(parameters)), parameters_(tensors_of(named_)) {
+  adam_.emplace(parameters_, config);
+}
+
+Optimizer::Optimizer(NamedTensors parameters, const SgdConfig& config)
+    : named_(std::move(parameters)), parameters_(tensors_of(named_)) {
+  sgd_.emplace(parameters_, config);
+}
+
+void Optimizer::step(float lr) {
+  if (adam_) {
+    adam_->set_lr(lr);
+    adam_->step();
+  } else {
+    sgd_->set_lr(lr);
+    sgd_->step();
+  }
+}
+
+void Optimizer::zero_grad() {
+  for (Tensor& p : parameters_) p.zero_grad();
+}
+
+NamedTensors Optimizer::buffers() const {
+  NamedTensors named;
+  if (adam_) {
+    add_named(named, "adam.m.", named_, adam_->first_moments());
+    add_named(named, "adam.v.", named_, adam_->second_moments());
+  } else {
+    add_named(named, "sgd.velocity.", named_, sgd_->velocities());
+  }
+  return named;
+}
+
+void Optimizer::restore(int64_t steps, const NamedTensors& buffers) {
+  const size_t needed = (adam_ ? 2 : 1) * named_.size();
+  if (buffers.size() != needed)
+    throw std::invalid_argument(
+        fmt::format("holds {} optimizer buffers; {} for this model needs {}", buffers.size(),
+                    adam_ ? "Adam" : "SGD", needed));
+  if (adam_)
+    adam_->restore(steps, find(buffers, "adam.m."), find(buffers, "adam.v."));
+  else
+    sgd_->restore(find(buffers, "sgd.velocity."));
+}
+
+std::vector<Tensor> Optimizer::find(const NamedTensors& buffers, const std::string& prefix) const {
+  std::vector<Tensor> found;
+  for (const auto& [name, parameter] : named_) {
+    const auto it = std::find_if(buffers.begin(), buffers.end(),
+                                 [&](const auto& saved) { return saved.first == prefix + name; });
+    if (it == buffers.end())
+      throw std::invalid_argument(fmt::format(
+          "tensor \"{}{}\" is missing (the state is of another model or optimizer)", prefix, name));
+    if (!(it->second.shape() == parameter.shape()))
+      throw std::invalid_argument(fmt::format("tensor \"{}\" has shape {} but the parameter has {}",
+                                              it->first, it->second.shape(), parameter.shape()));
+    found.push_back(it->second);
+  }
+  return found;
+}
+
 float clip_grad_norm(const std::vector<Tensor>& parameters, float max_norm) {
   double total = 0.0;
   for (const Tensor& p : parameters) {

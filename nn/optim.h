@@ -72,6 +72,36 @@ class Sgd {
   SgdConfig config_;
 };
 
+// Adam or SGD behind one face, over named parameters, with each buffer named after its
+// parameter ("adam.m.encoder.layers.0.ffn.linear1.weight"): what a training loop holds, and
+// what a resumed run saves and restores.
+class Optimizer {
+ public:
+  Optimizer(NamedTensors parameters, const AdamConfig& config);
+  Optimizer(NamedTensors parameters, const SgdConfig& config);
+
+  void step(float lr);  // one update at this learning rate
+  void zero_grad();
+  const NamedTensors& named_parameters() const { return named_; }
+  const std::vector<Tensor>& parameters() const { return parameters_; }
+
+  // Adam's step count t (0 for SGD, which has none) and the buffers by name: "adam.m.NAME"
+  // and "adam.v.NAME", or "sgd.velocity.NAME".
+  int64_t steps() const { return adam_ ? adam_->steps() : 0; }
+  NamedTensors buffers() const;
+  // Copies saved buffers in. Checks every name and shape first; throws std::invalid_argument
+  // naming the first buffer missing or of the wrong shape, changing nothing.
+  void restore(int64_t steps, const NamedTensors& buffers);
+
+ private:
+  std::vector<Tensor> find(const NamedTensors& buffers, const std::string& prefix) const;
+
+  NamedTensors named_;
+  std::vector<Tensor> parameters_;  // named_'s tensors, in the same order
+  std::optional<Adam> adam_;
+  std::optional<Sgd> sgd_;
+};
+
 // Scales all gradients together so that their joint L2 norm is at most max_norm (Pascanu et
 // al. 2013). Returns the norm before clipping, which training loops print.
 float clip_grad_norm(const std::vector<Tensor>& parameters, float max_norm);

@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include <atomic>
 #include <bit>
 #include <cerrno>
+#include <charconv>
 #include <cstdint>
 #include <filesystem>
 #include <limits>
@@ -425,6 +427,27 @@ SafetensorsFile load_safetensors(const std::string& path) {
     result.tensors.emplace_back(e.name, t);
   }
   return result;
+}
+
+int remove_stale_temporaries(const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  const fs::path dir = target.parent_path().empty() ? fs::path(".") : target.parent_path();
+  const std::string prefix = target.filename().string() + ".tmp-";
+  std::error_code ec;
+  int removed = 0;
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!name.starts_with(prefix)) continue;
+    const std::string rest = name.substr(prefix.size());  // "<pid>-<k>"
+    pid_t pid = 0;
+    const auto [stop, err] = std::from_chars(rest.data(), rest.data() + rest.size(), pid);
+    if (err != std::errc{} || stop == rest.data() || *stop != '-' || pid <= 0) continue;
+    // ESRCH: no such process. A live one (even one that only reuses the number) keeps its file.
+    if (::kill(pid, 0) == 0 || errno != ESRCH) continue;
+    removed += fs::remove(entry.path(), ec) ? 1 : 0;
+  }
+  return removed;
 }
 
 }  // namespace gf::nn

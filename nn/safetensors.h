@@ -29,6 +29,11 @@ using Metadata = std::map<std::string, std::string>;
 void save_safetensors(const std::string& path, const NamedTensors& tensors,
                       const Metadata& metadata = {});
 
+// Removes the temporary files ("PATH.tmp-<pid>-<k>") that writes of path killed half-way left
+// behind, those of processes no longer running, so that a run killed again and again does not
+// fill its folder. Returns how many it removed.
+int remove_stale_temporaries(const std::string& path);
+
 struct SafetensorsFile {
   NamedTensors tensors;  // in data-offset order (for our own files: the order they were saved)
   Metadata metadata;

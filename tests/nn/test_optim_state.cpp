@@ -1,5 +1,6 @@
 // The state that training saves to resume exactly: optimizer buffers, generator states, and
 // the dropout layers found by their module paths.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <limits>
 #include <stdexcept>
@@ -124,6 +125,85 @@ TEST_CASE("named_modules finds every dropout layer of the Transformer by its pat
     if (dynamic_cast<Dropout*>(module)) dropouts.push_back(name);
   CHECK(dropouts == std::vector<std::string>{"encoder.layers.0.dropout", "encoder.layers.1.dropout",
                                              "decoder.layers.0.dropout", "dropout"});
+
+  // random_states finds the same layers through random_stream(), without knowing their type.
+  std::vector<std::string> streams;
+  for (const auto& [name, state] : random_states(model)) streams.push_back(name);
+  CHECK(streams == dropouts);
+}
+
+TEST_CASE("restored random states draw the same dropout masks, and a mismatch changes nothing",
+          "[nn][module][resume]") {
+  const TransformerConfig config = {.vocab_size = 11,
+                                    .d_model = 8,
+                                    .d_ff = 16,
+                                    .heads = 2,
+                                    .encoder_layers = 1,
+                                    .decoder_layers = 1,
+                                    .max_len = 16,
+                                    .dropout = 0.5f};
+  Rng rng_a(1), rng_b(2);
+  Transformer a(config, rng_a), b(config, rng_b);
+  const RandomStates saved = random_states(a);
+  const Tensor x = Tensor::ones({4, 8});
+  const Tensor first = a.encoder.layers[0]->dropout.forward(x);
+  restore_random_states(b, saved);
+  CHECK(values_of(b.encoder.layers[0]->dropout.forward(x)) == values_of(first));
+
+  RandomStates missing = saved;
+  missing.pop_back();
+  const RandomStates before = random_states(b);
+  CHECK_THROWS_WITH(restore_random_states(b, missing),
+                    Catch::Contains("no dropout state for \"dropout\""));
+  RandomStates extra = saved;
+  extra.emplace_back("decoder.layers.7.dropout", saved[0].second);
+  CHECK_THROWS_WITH(restore_random_states(b, extra),
+                    Catch::Contains("4 dropout states for a model with 3 dropout layers"));
+  CHECK(random_states(b) == before);
+}
+
+TEST_CASE("Optimizer names its buffers after the parameters and restores them by name",
+          "[nn][optim][resume]") {
+  Tensor a = Tensor::from({2}, {1.0f, 2.0f}).set_requires_grad();
+  Tensor b = Tensor::from({3}, {1.0f, 2.0f, 3.0f}).set_requires_grad();
+  Optimizer adam({{"enc.a", a}, {"dec.b", b}}, AdamConfig{.lr = 0.1f});
+  const auto names = [](const NamedTensors& named) {
+    std::vector<std::string> out;
+    for (const auto& [name, tensor] : named) out.push_back(name);
+    return out;
+  };
+  CHECK(names(adam.buffers()) ==
+        std::vector<std::string>{"adam.m.enc.a", "adam.m.dec.b", "adam.v.enc.a", "adam.v.dec.b"});
+  sum(a * a + Tensor::ones({2})).backward();
+  sum(b * b).backward();
+  adam.step(0.1f);
+  CHECK(adam.steps() == 1);
+
+  // A twin restored from the first one's buffers, given in another order, takes the same step.
+  Tensor a2 = parameter_like(a), b2 = parameter_like(b);
+  Optimizer twin({{"enc.a", a2}, {"dec.b", b2}}, AdamConfig{.lr = 0.1f});
+  NamedTensors shuffled = adam.buffers();
+  std::reverse(shuffled.begin(), shuffled.end());
+  twin.restore(adam.steps(), shuffled);
+  for (Optimizer* o : {&adam, &twin}) {
+    o->zero_grad();
+    for (const Tensor& p : o->parameters()) sum(p * p).backward();
+    o->step(0.05f);
+  }
+  CHECK(values_of(a2) == values_of(a));
+  CHECK(values_of(b2) == values_of(b));
+
+  NamedTensors renamed = adam.buffers();
+  renamed[1].first = "adam.m.dec.c";
+  CHECK_THROWS_WITH(twin.restore(1, renamed),
+                    Catch::Contains("tensor \"adam.m.dec.b\" is missing"));
+  CHECK_THROWS_WITH(twin.restore(1, {}),
+                    Catch::Contains("holds 0 optimizer buffers; Adam for this model needs 4"));
+  Optimizer sgd({{"enc.a", a}}, SgdConfig{});
+  CHECK(sgd.steps() == 0);
+  CHECK(names(sgd.buffers()) == std::vector<std::string>{"sgd.velocity.enc.a"});
+  CHECK_THROWS_WITH(sgd.restore(0, {{"sgd.velocity.enc.a", Tensor::ones({5})}}),
+                    Catch::Contains("has shape [5] but the parameter has [2]"));
 }
 
 TEST_CASE("the non-finite checks name the first parameter that went bad and what it holds",

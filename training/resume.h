@@ -1,5 +1,5 @@
-// The training state that `transformer train` keeps beside each checkpoint, so that
-// `transformer train --resume M` continues a run exactly where it stopped: the resumed run
+// The training state kept beside a checkpoint, so that a run (`transformer train --resume M`)
+// continues a run exactly where it stopped: the resumed run
 // draws the same batches and dropout masks and takes the same optimizer steps, so its losses
 // equal those of a run that never stopped, bit for bit.
 //
@@ -33,33 +33,27 @@
 
 #include <cstdint>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "autograd/random.h"
-#include "cli/commands.h"
+#include "data/batch_source.h"
 #include "nn/module.h"
 #include "nn/safetensors.h"
+#include "training/trainer.h"
 
-namespace gf::cli {
-
-// Where the training batches stand: enough to draw the same next batch again.
-struct BatchPosition {
-  Rng::State batches{}, eval{}, epoch_start{};
-  int64_t next = 0;       // the next batch of the epoch (text) or of the id file, by index
-  bool in_epoch = false;  // text: an epoch has been drawn (from epoch_start)
-};
+namespace gf::training {
 
 struct TrainState {
   int64_t step = 0;  // steps completed
-  BatchPosition batches;
-  std::vector<std::pair<std::string, Rng::State>> dropout;  // by module path
+  data::BatchPosition batches;
+  Rng::State eval{};         // the run's stream of fresh evaluation sequences
+  nn::RandomStates dropout;  // by module path
   int64_t optimizer_step = 0;
   nn::NamedTensors model;            // the weights, by parameter name (stored as "model.NAME")
   nn::NamedTensors optimizer;        // "adam.m.NAME", "adam.v.NAME" or "sgd.velocity.NAME"
   std::vector<float> losses, rates;  // one per completed step
   std::string weights;               // weights_digest() of model
-  nn::Metadata options;              // flag name (no dashes) -> value
+  nn::Metadata options;              // the run's settings, by flag name without dashes
 };
 
 // "runs/copy.safetensors" -> "runs/copy.train-state.safetensors".
@@ -68,10 +62,11 @@ std::string train_state_path(const std::string& checkpoint);
 // 64-bit FNV-1a over every parameter's name, shape and bytes, in hexadecimal.
 std::string weights_digest(const nn::Module& model);
 
-// Removes the temporary files ("PATH.tmp-<pid>-<k>", see nn::save_safetensors) that writes of
-// path killed half-way left behind, those of processes no longer running, so that a run
-// killed again and again does not fill the folder. Returns how many it removed.
-int remove_stale_temporaries(const std::string& path);
+// The state of a run at this point, with the losses and rates so far and its settings.
+TrainState capture(const nn::Module& model, const Trainer& trainer,
+                   const data::BatchPosition& batches, const Rng::State& eval,
+                   nn::RandomStates dropout, std::vector<float> losses, std::vector<float> rates,
+                   nn::Metadata options);
 
 // Writes state atomically (see nn::save_safetensors).
 void save_train_state(const std::string& path, const TrainState& state);
@@ -79,18 +74,11 @@ void save_train_state(const std::string& path, const TrainState& state);
 // "training state: PATH: ..." for a missing or damaged one.
 TrainState load_train_state(const std::string& path);
 
-// The options that fix the data, the optimizer and the schedule, by flag name without dashes
-// ("lr" -> "0.5"). A resumed run keeps them: changing one would not continue the same run.
-nn::Metadata kept_options(const TrainOptions& options);
-// Puts the saved values into options. Throws std::invalid_argument when a flag given on the
-// command line (options.given) asks for another value, FormatError when one is missing.
-void apply_kept_options(const nn::Metadata& saved, TrainOptions& options, const std::string& path);
+// Puts a run back where state (read from path) left it: the weights, checked against their
+// digest, the optimizer's buffers and step count, every dropout layer's mask stream, the
+// batches and the evaluation stream. Throws FormatError "training state: PATH: ..." when the
+// state does not fit the model, optimizer or data.
+void restore(const TrainState& state, const std::string& path, nn::Module& model, Trainer& trainer,
+             data::BatchSource& batches, Rng& eval);
 
-// The dropout layers' mask generators, by module path, read from or written into model.
-std::vector<std::pair<std::string, Rng::State>> dropout_states(nn::Module& model);
-// Throws FormatError when the layers differ from the saved ones.
-void restore_dropout_states(nn::Module& model,
-                            const std::vector<std::pair<std::string, Rng::State>>& states,
-                            const std::string& path);
-
-}  // namespace gf::cli
+}  // namespace gf::training

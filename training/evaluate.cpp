@@ -1,0 +1,197 @@
+#include "training/evaluate.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+#include <stdexcept>
+
+#include "autograd/errors.h"
+#include "autograd/graph.h"
+#include "autograd/ops.h"
+#include "data/batch.h"
+#include "data/parallel_corpus.h"
+#include "data/toy_language.h"
+#include "data/vocab.h"
+
+namespace gf::training {
+
+namespace {
+
+// Whether output (without bos and eos, as greedy_decode gives it) is the target [bos, ...].
+bool decodes_to(const TokenIds& output, std::span<const int32_t> target, int32_t eos) {
+  const std::span<const int32_t> tokens = target.subspan(1);
+  if (!tokens.empty() && tokens.back() == eos)
+    return std::ranges::equal(output, tokens.first(tokens.size() - 1));
+  return output.size() >= tokens.size() && std::equal(tokens.begin(), tokens.end(), output.begin());
+}
+
+// Keeps one attention module's probabilities for a scope, and its own setting back afterwards.
+class RecordingScope {
+ public:
+  explicit RecordingScope(nn::MultiHeadAttention& attention)
+      : attention_(attention), was_recording_(attention.record_attention) {
+    attention_.record_attention = true;
+  }
+  ~RecordingScope() { attention_.record_attention = was_recording_; }
+  RecordingScope(const RecordingScope&) = delete;
+  RecordingScope& operator=(const RecordingScope&) = delete;
+
+ private:
+  nn::MultiHeadAttention& attention_;
+  bool was_recording_;
+};
+
+}  // namespace
+
+std::vector<TokenIds> decode_corpus(Transformer& model,
+                                    std::span<const std::vector<int32_t>> sources,
+                                    const DecodeSettings& settings) {
+  std::vector<size_t> order(sources.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  if (settings.by_length)
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return sources[a].size() < sources[b].size(); });
+  std::vector<TokenIds> outputs(sources.size());
+  const auto batch = static_cast<size_t>(std::max<int64_t>(settings.batch, 1));
+  for (size_t start = 0; start < order.size(); start += batch) {
+    const size_t end = std::min(order.size(), start + batch);
+    std::vector<std::vector<int32_t>> chunk;
+    for (size_t k = start; k < end; ++k) chunk.push_back(sources[order[k]]);
+    const IndexTensor src = data::pad_sequences(chunk, model.config.pad_id);
+    std::vector<TokenIds> decoded = settings.beam > 1
+                                        ? beam_search(model, src,
+                                                      {.beam = settings.beam,
+                                                       .length_penalty = settings.length_penalty,
+                                                       .max_len = settings.max_len,
+                                                       .early_stop = settings.early_stop})
+                                        : greedy_decode(model, src,
+                                                        {.max_len = settings.max_len,
+                                                         .use_cache = true,
+                                                         .stop_at_eos = settings.stop_at_eos});
+    for (size_t k = start; k < end; ++k) outputs[order[k]] = std::move(decoded[k - start]);
+  }
+  return outputs;
+}
+
+std::vector<std::string> translate_texts(Transformer& model, const data::Tokenizer& tokenizer,
+                                         std::span<const std::string> sources,
+                                         const DecodeSettings& settings) {
+  std::vector<std::vector<int32_t>> encoded;
+  encoded.reserve(sources.size());
+  for (size_t i = 0; i < sources.size(); ++i) {
+    encoded.push_back(tokenizer.encode(sources[i]));
+    encoded.back().push_back(data::kEos);
+    if (static_cast<int64_t>(encoded.back().size()) > model.config.max_len)
+      throw std::invalid_argument(
+          fmt::format("sentence {} has {} tokens, more than the model's max_len {}", i + 1,
+                      encoded.back().size(), model.config.max_len));
+  }
+  std::vector<std::string> translations;
+  for (const TokenIds& output : decode_corpus(model, encoded, settings))
+    translations.push_back(tokenizer.decode(output));
+  return translations;
+}
+
+TranslationScores score_translations(Transformer& model, const data::Tokenizer& tokenizer,
+                                     std::span<const data::SentencePair> pairs,
+                                     const DecodeSettings& settings) {
+  std::vector<std::string> sources, references;
+  for (const data::SentencePair& p : pairs) {
+    sources.push_back(p.source);
+    references.push_back(p.target);
+  }
+  TranslationScores scores;
+  scores.hypotheses = translate_texts(model, tokenizer, sources, settings);
+  scores.bleu = data::corpus_bleu(scores.hypotheses, references);
+  scores.chrf = data::corpus_chrf(scores.hypotheses, references);
+  int64_t same = 0;
+  for (size_t i = 0; i < pairs.size(); ++i) same += scores.hypotheses[i] == references[i];
+  scores.exact =
+      pairs.empty() ? 0.0 : static_cast<double>(same) / static_cast<double>(pairs.size());
+  return scores;
+}
+
+double exact_match(Transformer& model, std::span<const data::Pair> pairs) {
+  std::vector<std::vector<int32_t>> sources;
+  for (const data::Pair& p : pairs) sources.push_back(p.src);
+  const std::vector<TokenIds> outputs = decode_corpus(model, sources, {.by_length = false});
+  int64_t exact = 0;
+  for (size_t i = 0; i < pairs.size(); ++i)
+    exact += decodes_to(outputs[i], pairs[i].tgt, model.config.eos_id);
+  return static_cast<double>(exact) / static_cast<double>(pairs.size());
+}
+
+double log_likelihood(Transformer& model, std::span<const int32_t> src,
+                      std::span<const int32_t> tgt) {
+  nn::EvalScope eval(model);
+  NoGrad no_grad;
+  const data::Pair pair{.src = {src.begin(), src.end()}, .tgt = {tgt.begin(), tgt.end()}};
+  const data::Batch batch = data::make_batch(std::span<const data::Pair>(&pair, 1));
+  const Tensor log_probs = log_softmax(model.forward(batch.src, batch.tgt_in));  // [1, T, V]
+  const int64_t t_len = batch.tgt_out.numel(), v = model.config.vocab_size;
+  double sum = 0.0;
+  for (int64_t t = 0; t < t_len; ++t)
+    sum += static_cast<double>(log_probs.data()[t * v + batch.tgt_out.data()[t]]);
+  return sum;
+}
+
+bool has_alignments(const data::SentencePairsFile& file) {
+  for (const data::SentencePair& p : file.pairs) {
+    try {
+      if (p.extra.empty() || data::parse_alignment(p.extra).empty()) return false;
+    } catch (const std::invalid_argument&) {
+      return false;
+    }
+  }
+  return true;
+}
+
+data::AlignmentScore score_alignment(Transformer& model, const data::Tokenizer& tokenizer,
+                                     const data::SentencePairsFile& file, int64_t layer) {
+  const int64_t layers = model.config.decoder_layers;
+  if (layer < -1 || layer >= layers)
+    throw std::invalid_argument(fmt::format(
+        "alignment layer {} does not exist: the decoder has layers 1 to {}", layer + 1, layers));
+  const auto chosen = static_cast<size_t>(layer < 0 ? layers - 1 : layer);
+  // Only the layer scored keeps its weights (a copy each time: nn/attention.h).
+  nn::MultiHeadAttention& cross = model.decoder.layers[chosen]->cross_attn;
+  nn::EvalScope eval(model);
+  RecordingScope recording(cross);
+  NoGrad no_grad;
+  data::AlignmentScore score;
+  for (size_t i = 0; i < file.pairs.size(); ++i) {
+    const data::SentencePair& p = file.pairs[i];
+    std::vector<std::pair<int32_t, int32_t>> gold;
+    try {
+      gold = data::parse_alignment(p.extra);
+    } catch (const std::exception& e) {
+      throw FormatError(fmt::format("{}:{}: {}", file.name, file.lines[i], e.what()));
+    }
+    const data::Pair pair = data::encode_pair(tokenizer, p.source, p.target);
+    // Teacher forcing on the reference: row t of the cross-attention is the step that produces
+    // tgt[t + 1], so the rows are the target's tokens, then <eos> (no word).
+    const std::vector<int32_t> tgt_in(pair.tgt.begin(), pair.tgt.end() - 1);
+    model.forward(IndexTensor::from({1, static_cast<int64_t>(pair.src.size())}, pair.src),
+                  IndexTensor::from({1, static_cast<int64_t>(tgt_in.size())}, tgt_in));
+    const Tensor probs = cross.last_attention;  // [1, H, T, S]
+    const int64_t heads = probs.dim(1), rows = probs.dim(2), columns = probs.dim(3);
+    std::vector<float> mean(static_cast<size_t>(rows * columns), 0.0f);
+    for (int64_t h = 0; h < heads; ++h)
+      for (int64_t k = 0; k < rows * columns; ++k)
+        mean[static_cast<size_t>(k)] +=
+            probs.data()[h * rows * columns + k] / static_cast<float>(heads);
+    std::vector<int32_t> target_words = data::word_of_tokens(
+        tokenizer, std::span<const int32_t>(pair.tgt).subspan(1, pair.tgt.size() - 2));
+    target_words.push_back(-1);  // the row that produces <eos>
+    const std::vector<int32_t> source_words = data::word_of_tokens(tokenizer, pair.src);
+    try {
+      data::add_alignment_score(mean, target_words, source_words, gold, score);
+    } catch (const std::exception& e) {
+      throw FormatError(fmt::format("{}:{}: {}", file.name, file.lines[i], e.what()));
+    }
+  }
+  return score;
+}
+
+}  // namespace gf::training

@@ -1,0 +1,80 @@
+// Scoring a model on pairs whose answers are known. Decoding is never teacher-forced here:
+// each output token comes from the model's own previous ones. Every function leaves the model
+// as it found it (train or eval mode, attention recording, grad mode), so it may run in the
+// middle of training without changing what training draws next.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "data/bleu.h"
+#include "data/pair.h"
+#include "data/sentence_pairs.h"
+#include "data/tokenizer.h"
+#include "data/word_alignment.h"
+#include "models/decode.h"
+#include "models/transformer.h"
+
+namespace gf::training {
+
+struct DecodeSettings {
+  int64_t beam = 1;             // 1: greedy; the paper uses 4 (§6.1)
+  float length_penalty = 0.6f;  // alpha of the beam's length penalty (§6.1)
+  bool early_stop = false;      // beam: BeamOptions::early_stop
+  int64_t max_len = 0;          // most tokens per output; 0: source length + 50
+  bool stop_at_eos = true;      // greedy: GreedyOptions::stop_at_eos
+  int64_t batch = 64;           // sources decoded together
+  // Sort the sources by length first (stable), so that each batch's padding and its longest
+  // decode stay short; false: batches in input order.
+  bool by_length = true;
+};
+
+// The output of each source (token ids without bos and eos), in input order.
+std::vector<TokenIds> decode_corpus(Transformer& model,
+                                    std::span<const std::vector<int32_t>> sources,
+                                    const DecodeSettings& settings = {});
+
+// The translation of each source text, in order. Throws Utf8Error for invalid UTF-8,
+// std::invalid_argument naming the sentence for one longer than the model's max_len.
+std::vector<std::string> translate_texts(Transformer& model, const data::Tokenizer& tokenizer,
+                                         std::span<const std::string> sources,
+                                         const DecodeSettings& settings = {});
+
+struct TranslationScores {
+  data::BleuScore bleu;
+  data::ChrfScore chrf;
+  double exact = 0.0;  // the share of translations equal to their reference
+  std::vector<std::string> hypotheses;
+};
+
+// Translates the sources of pairs and scores them against the targets.
+TranslationScores score_translations(Transformer& model, const data::Tokenizer& tokenizer,
+                                     std::span<const data::SentencePair> pairs,
+                                     const DecodeSettings& settings = {});
+
+// The fraction of pairs whose greedy decoding reproduces the target. A target that ends in
+// eos must be produced token for token and then stop. One without eos (a pairs file may hold
+// such targets, data/pairs_file.h) never taught the model where to stop, so its tokens need
+// only come first, whatever follows.
+double exact_match(Transformer& model, std::span<const data::Pair> pairs);
+
+// log P(tgt[1:] | src, teacher forcing) = sum over t of log P(tgt[t+1] | src, tgt[0..t]), in
+// nats: the model's own probabilities (dropout off, no smoothing). tgt starts with bos.
+double log_likelihood(Transformer& model, std::span<const int32_t> src,
+                      std::span<const int32_t> tgt);
+
+// Whether every pair of file has a gold word alignment as its third column (the toy
+// language's files), so that score_alignment can score it.
+bool has_alignments(const data::SentencePairsFile& file);
+
+// How well cross-attention finds the gold word alignment (data/word_alignment.h) on pairs whose
+// third column is one: the reference target is fed with teacher forcing, and each target
+// word's pooled attention in decoder layer `layer` (0-based; -1: the last), heads averaged, is
+// compared with its aligned source word. Throws FormatError "NAME:LINE: ..." for a third column
+// that is not an alignment.
+data::AlignmentScore score_alignment(Transformer& model, const data::Tokenizer& tokenizer,
+                                     const data::SentencePairsFile& file, int64_t layer = -1);
+
+}  // namespace gf::training
