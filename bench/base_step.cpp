@@ -18,12 +18,13 @@
 #include <utility>
 #include <vector>
 
-#include "autograd/ops.h"
 #include "autograd/random.h"
 #include "bench/bench_util.h"
-#include "data/vocab.h"
+#include "data/batch.h"
 #include "models/transformer.h"
 #include "nn/optim.h"
+#include "training/loop.h"
+#include "training/trainer.h"
 
 namespace {
 
@@ -41,14 +42,6 @@ constexpr std::string_view kUsage =
 struct Shapes {
   int64_t batch = 16, length = 32;
 };
-
-// ids [rows, cols], uniform over the content ids [kNumSpecial, vocab), so no pad appears.
-IndexTensor random_ids(int64_t rows, int64_t cols, int64_t vocab, Rng& rng) {
-  std::vector<int32_t> ids(static_cast<size_t>(rows * cols));
-  for (int32_t& id : ids)
-    id = static_cast<int32_t>(data::kNumSpecial + rng.below(vocab - data::kNumSpecial));
-  return IndexTensor::from({rows, cols}, std::move(ids));
-}
 
 }  // namespace
 
@@ -82,38 +75,40 @@ int main(int argc, char** argv) {
     const TransformerConfig config{.vocab_size = 8000, .max_len = 64, .tied = true};
     Rng rng(options.seed);
     Transformer model(config, rng);
-    nn::Adam adam(model.parameters());
     Rng data_rng(options.seed + 1);
     constexpr int64_t kWarmup = 4000;  // §5.3's warm-up; only the rate's size depends on it
+    // The paper's betas and eps are Adam's defaults here.
+    training::Trainer trainer(nn::Optimizer(model.named_parameters(), nn::AdamConfig{}),
+                              training::noam(config.d_model, kWarmup));
 
+    // Random ids of one length: no padding, so every position is a target.
+    const auto next_batch = [&] {
+      data::Batch batch;
+      batch.src = bench::random_ids(shapes.batch, shapes.length, config.vocab_size, data_rng);
+      batch.tgt_in = bench::random_ids(shapes.batch, shapes.length, config.vocab_size, data_rng);
+      batch.tgt_out = bench::random_ids(shapes.batch, shapes.length, config.vocab_size, data_rng);
+      batch.target_tokens = shapes.batch * shapes.length;
+      return batch;
+    };
     std::vector<double> step_seconds;
-    for (int64_t step = 1; step <= warmup_steps + timed_steps; ++step) {
-      const IndexTensor src = random_ids(shapes.batch, shapes.length, config.vocab_size, data_rng);
-      const IndexTensor tgt_in =
-          random_ids(shapes.batch, shapes.length, config.vocab_size, data_rng);
-      const IndexTensor tgt_out =
-          random_ids(shapes.batch, shapes.length, config.vocab_size, data_rng);
-
-      const auto start = bench::Clock::now();
-      adam.set_lr(nn::noam_lr(step, config.d_model, kWarmup));
-      adam.zero_grad();  // first, so the last step's gradients are not kept beside the activations
-      const Tensor loss = cross_entropy(model.forward(src, tgt_in), tgt_out);
-      loss.backward();
-      adam.step();
-      const double seconds = bench::seconds_since(start);
-
-      if (step == 1) {
+    const auto after_step = [&](const training::StepRecord& r) {
+      const float loss = r.result.loss;
+      if (r.result.step == 1) {
         // Untrained, the generator's Xavier-sized rows give small logits, so the first loss
         // sits near log V; a factor of 1.5 either way separates that from a broken model.
         const double uniform_loss = std::log(static_cast<double>(config.vocab_size));
-        if (!(loss.item() > uniform_loss / 1.5 && loss.item() < uniform_loss * 1.5))
-          throw std::runtime_error(fmt::format("first loss {:.3f} is far from log V = {:.3f}",
-                                               loss.item(), uniform_loss));
+        if (!(loss > uniform_loss / 1.5 && loss < uniform_loss * 1.5))
+          throw std::runtime_error(
+              fmt::format("first loss {:.3f} is far from log V = {:.3f}", loss, uniform_loss));
       }
-      if (!std::isfinite(loss.item()))
-        throw std::runtime_error(fmt::format("loss is {} at step {}", loss.item(), step));
-      if (step > warmup_steps) step_seconds.push_back(seconds);
-    }
+      if (!std::isfinite(loss))
+        throw std::runtime_error(fmt::format("loss is {} at step {}", loss, r.result.step));
+      if (r.result.step > warmup_steps) step_seconds.push_back(r.seconds);
+    };
+    training::run(
+        trainer, next_batch,
+        [&](const data::Batch& batch) { return training::teacher_forced_loss(model, batch); },
+        warmup_steps + timed_steps, {.after_step = after_step});
 
     const double ms_per_step = 1e3 * bench::median(step_seconds);
     const double tokens_per_s =

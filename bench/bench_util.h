@@ -19,6 +19,9 @@
 #include <vector>
 
 #include "autograd/kernels/parallel.h"
+#include "autograd/random.h"
+#include "autograd/tensor.h"
+#include "data/vocab.h"
 
 namespace gf::bench {
 
@@ -27,6 +30,14 @@ struct CommonOptions {
   int threads = 2;     // bench/README.md: every workload on two threads
   uint64_t seed = 1;
 };
+
+// ids [rows, cols], uniform over the content ids [kNumSpecial, vocab), so no pad appears.
+inline IndexTensor random_ids(int64_t rows, int64_t cols, int64_t vocab, Rng& rng) {
+  std::vector<int32_t> ids(static_cast<size_t>(rows * cols));
+  for (int32_t& id : ids)
+    id = static_cast<int32_t>(data::kNumSpecial + rng.below(vocab - data::kNumSpecial));
+  return IndexTensor::from({rows, cols}, std::move(ids));
+}
 
 // A non-negative integer flag value. Throws std::invalid_argument naming the flag.
 inline int64_t parse_count(std::string_view program, std::string_view flag, std::string_view text) {

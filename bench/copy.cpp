@@ -4,8 +4,9 @@
 // id from 2 to 10 is content (data/tasks.h's copy task differs; bench/README.md fixes this one).
 //
 // A step is forward + backward + Adam (beta 0.9, 0.98, eps 1e-9) at the warm-up schedule's
-// rate (§5.3, eq. 3). Times cover those three only: building the batch and the copy checks
-// are outside the stopwatch, as in bench/torch/workloads.py.
+// rate (§5.3, eq. 3): training::Trainer::step, as everywhere else. Times cover the step only:
+// building the batch and the copy checks are outside the stopwatch, as in
+// bench/torch/workloads.py.
 //
 //   copy-tiny  N=2, d_model 64, d_ff 256, h 4, dropout 0, batch 64: trains until greedy
 //              decoding copies 100 fresh sequences exactly (checked every 20 steps) and
@@ -21,21 +22,22 @@
 #include <cstdint>
 #include <cstdio>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "autograd/graph.h"
-#include "autograd/ops.h"
 #include "autograd/random.h"
 #include "bench/bench_util.h"
 #include "data/batch.h"
 #include "data/pair.h"
 #include "data/vocab.h"
 #include "models/transformer.h"
-#include "nn/attention.h"
 #include "nn/optim.h"
+#include "training/evaluate.h"
+#include "training/loop.h"
+#include "training/trainer.h"
 
 namespace {
 
@@ -113,53 +115,18 @@ std::vector<data::Pair> copy_pairs(int64_t batch, Rng& rng) {
   return pairs;
 }
 
-// How many of the pairs greedy decoding copies exactly: from the start id, L - 1 steps, each
-// taking the most probable id and feeding it back, with the key/value cache. The loop is
-// written here because nn's greedy_decode stops at an end id, which this task has none of.
+// How many of the pairs greedy decoding copies exactly: from the start id, L - 1 tokens, each
+// the most probable one. The task has no end id, so decoding does not stop at id 2.
 int64_t exact_copies(Transformer& model, const std::vector<data::Pair>& pairs) {
-  NoGrad no_grad;
-  model.eval();
-  const data::Batch batch = data::make_batch(pairs);
-  const int64_t rows = batch.src.shape()[0];
-  const Tensor src_mask = nn::padding_mask(batch.src, data::kPad);
-  const Tensor memory = model.encode(batch.src, src_mask);  // [B, L, D]
-  std::vector<DecoderLayerCache> cache;
-  std::vector<int32_t> last(static_cast<size_t>(rows), data::kBos);
-  std::vector<bool> correct(static_cast<size_t>(rows), true);
-  for (int64_t t = 0; t < kLength - 1; ++t) {
-    const Tensor out =
-        model.decode(IndexTensor::from({rows, 1}, last), memory, src_mask, {}, &cache, t);
-    const Tensor logits = model.generate(out);  // [B, 1, V]
-    for (int64_t b = 0; b < rows; ++b) {
-      const float* row = logits.data() + b * kVocab;
-      int32_t best = 0;
-      for (int32_t v = 1; v < kVocab; ++v)
-        if (row[v] > row[best]) best = v;
-      const auto i = static_cast<size_t>(b);
-      last[i] = best;
-      correct[i] = correct[i] && best == batch.tgt_out.data()[b * (kLength - 1) + t];
-    }
-  }
-  model.train();
-  return std::count(correct.begin(), correct.end(), true);
-}
-
-// One training step; returns its wall time. Throws when the loss is not finite, so that a
-// broken step is never timed as a fast one.
-double train_step(Transformer& model, nn::Adam& adam, const data::Batch& batch, int64_t step,
-                  const Workload& workload) {
-  const auto start = bench::Clock::now();
-  adam.set_lr(nn::noam_lr(step, workload.config.d_model, workload.warmup));
-  adam.zero_grad();  // first, so the last step's gradients are not kept beside the activations
-  const Tensor logits = model.forward(batch.src, batch.tgt_in);  // [B, T, V]
-  const Tensor loss = cross_entropy(logits, batch.tgt_out, {.ignore_index = data::kPad});
-  loss.backward();
-  adam.step();
-  const double seconds = bench::seconds_since(start);
-  if (!std::isfinite(loss.item()))
-    throw std::runtime_error(
-        fmt::format("{}: loss is {} at step {}", workload.name, loss.item(), step));
-  return seconds;
+  std::vector<std::vector<int32_t>> sources;
+  for (const data::Pair& p : pairs) sources.push_back(p.src);
+  const std::vector<TokenIds> outputs = training::decode_corpus(
+      model, sources,
+      {.max_len = kLength - 1, .stop_at_eos = false, .batch = kCheckSize, .by_length = false});
+  int64_t exact = 0;
+  for (size_t i = 0; i < pairs.size(); ++i)
+    exact += std::ranges::equal(outputs[i], std::span(pairs[i].tgt).subspan(1));
+  return exact;
 }
 
 struct Result {
@@ -171,29 +138,42 @@ struct Result {
 Result run(const Workload& workload, const bench::CommonOptions& options, int64_t max_steps) {
   Rng rng(options.seed);
   Transformer model(workload.config, rng);
-  nn::Adam adam(model.parameters());  // the paper's betas and eps are Adam's defaults here
+  // The paper's betas and eps are Adam's defaults here.
+  training::Trainer trainer(nn::Optimizer(model.named_parameters(), nn::AdamConfig{}),
+                            training::noam(workload.config.d_model, workload.warmup));
   Rng data_rng(options.seed + 1), check_rng(options.seed + 2);
 
   Result result;
   result.params = model.parameter_count();
-  const int64_t last_step =
-      workload.train_to_100 ? max_steps : workload.warmup_steps + workload.timed_steps;
   std::vector<double> step_seconds;
   double trained_seconds = 0;
   int64_t tokens = 0;
-  for (int64_t step = 1; step <= last_step; ++step) {
-    const data::Batch batch = data::make_batch(copy_pairs(workload.batch, data_rng));
-    tokens = batch.target_tokens;
-    const double seconds = train_step(model, adam, batch, step, workload);
-    trained_seconds += seconds;
-    if (step > workload.warmup_steps) step_seconds.push_back(seconds);
-    if (workload.train_to_100 && step % kCheckEvery == 0 &&
-        exact_copies(model, copy_pairs(kCheckSize, check_rng)) == kCheckSize) {
-      result.steps_to_100 = step;
-      result.seconds_to_100 = trained_seconds;
-      break;
-    }
+  training::Hooks hooks;
+  // A broken step must never be timed as a fast one.
+  hooks.after_step = [&](const training::StepRecord& r) {
+    if (!std::isfinite(r.result.loss))
+      throw std::runtime_error(
+          fmt::format("{}: loss is {} at step {}", workload.name, r.result.loss, r.result.step));
+    tokens = r.target_tokens;
+    trained_seconds += r.seconds;
+    if (r.result.step > workload.warmup_steps) step_seconds.push_back(r.seconds);
+  };
+  if (workload.train_to_100) {
+    hooks.evaluate = [&](int64_t step) {
+      if (step % kCheckEvery == 0 &&
+          exact_copies(model, copy_pairs(kCheckSize, check_rng)) == kCheckSize) {
+        result.steps_to_100 = step;
+        result.seconds_to_100 = trained_seconds;
+      }
+    };
+    hooks.stop = [&](int64_t) {
+      return result.steps_to_100.has_value();
+    };
   }
+  training::run(
+      trainer, [&] { return data::make_batch(copy_pairs(workload.batch, data_rng)); },
+      [&](const data::Batch& batch) { return training::teacher_forced_loss(model, batch); },
+      workload.train_to_100 ? max_steps : workload.warmup_steps + workload.timed_steps, hooks);
   result.ms_per_step = 1e3 * bench::median(step_seconds);
   result.tokens_per_s = static_cast<double>(tokens) / (result.ms_per_step * 1e-3);
   return result;

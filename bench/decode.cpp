@@ -36,13 +36,6 @@ constexpr std::string_view kUsage =
     "  (ms_per_step: one decoding of the whole batch; tokens_per_s: generated tokens)\n"
     "  --smoke    batch 2, 4 tokens, one timed run (for CI, about a second)\n";
 
-IndexTensor random_ids(int64_t rows, int64_t cols, int64_t vocab, Rng& rng) {
-  std::vector<int32_t> ids(static_cast<size_t>(rows * cols));
-  for (int32_t& id : ids)
-    id = static_cast<int32_t>(data::kNumSpecial + rng.below(vocab - data::kNumSpecial));
-  return IndexTensor::from({rows, cols}, std::move(ids));
-}
-
 void print_result(bool cache, double seconds, int64_t tokens, int64_t runs, int64_t params,
                   int threads) {
   bench::JsonLine()
@@ -84,7 +77,7 @@ int main(int argc, char** argv) {
     Rng rng(options.seed);
     Transformer model(config, rng);
     Rng data_rng(options.seed + 1);
-    const IndexTensor src = random_ids(batch, length, config.vocab_size, data_rng);
+    const IndexTensor src = bench::random_ids(batch, length, config.vocab_size, data_rng);
     const auto decode = [&](bool cache) {
       return greedy_decode(model, src, {.max_len = length, .use_cache = cache});
     };
