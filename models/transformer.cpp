@@ -89,20 +89,40 @@ TransformerConfig TransformerConfig::from_metadata(const std::map<std::string, s
   return c;
 }
 
+// How many tensors a model of c's layout holds, counted on a model of the same layout at
+// width 1 with one layer per stack, so that the layers' own constructors are the only
+// statement of the checkpoint layout. Cheap whatever sizes c claims.
+static int64_t tensor_count(const TransformerConfig& c) {
+  TransformerConfig narrow = c;
+  narrow.vocab_size = std::max({c.pad_id, c.bos_id, c.eos_id}) + 1;
+  narrow.d_model = narrow.d_ff = narrow.heads = narrow.max_len = 1;
+  narrow.encoder_layers = narrow.decoder_layers = 1;
+  Rng rng(1);
+  const Transformer model(narrow, rng);
+  const auto count = [](const nn::Module& m) {
+    return static_cast<int64_t>(m.named_parameters().size());
+  };
+  return count(model) + (c.encoder_layers - 1) * count(*model.encoder.layers[0]) +
+         (c.decoder_layers - 1) * count(*model.decoder.layers[0]);
+}
+
 TransformerConfig TransformerConfig::from_checkpoint(const nn::SafetensorsFile& file,
                                                      const std::string& source) {
   const TransformerConfig c = from_metadata(file.metadata, source);
   // The metadata decides how big a model gets built, so it is checked against the tensors
   // first: a corrupt header must not make us allocate a model the file cannot fill.
-  const int64_t norms = c.norm_first ? 2 : 0;  // the stacks' final LayerNorms, 2 tensors each
-  const int64_t expected =
-      (c.tied ? 1 : 3) + 16 * c.encoder_layers + 26 * c.decoder_layers + 2 * norms;
-  if (static_cast<int64_t>(file.tensors.size()) != expected)
+  // Every layer holds tensors of its own, so more layers than the file has tensors cannot
+  // match (and must not overflow the count).
+  const auto tensors = static_cast<int64_t>(file.tensors.size());
+  const bool too_many_layers = c.encoder_layers > tensors || c.decoder_layers > tensors;
+  if (too_many_layers || tensors != tensor_count(c))
     throw FormatError(fmt::format(
         "checkpoint: {}: holds {} tensors, but its metadata describes a model of {} ({} + {} "
         "layers{}{})",
-        source, file.tensors.size(), expected, c.encoder_layers, c.decoder_layers,
-        c.tied ? ", tied" : "", c.norm_first ? ", pre-norm" : ""));
+        source, tensors,
+        too_many_layers ? fmt::format("more than {}", tensors) : std::to_string(tensor_count(c)),
+        c.encoder_layers, c.decoder_layers, c.tied ? ", tied" : "",
+        c.norm_first ? ", pre-norm" : ""));
   const std::string embedding = c.tied ? "embed.weight" : "src_embed.weight";
   for (const auto& [name, tensor] : file.tensors)
     if (name == embedding && !(tensor.shape() == Shape{c.vocab_size, c.d_model}))
