@@ -74,15 +74,15 @@ struct Kind {
   const char* title;  // for pictures
 };
 
-}  // namespace
+// The source and the target the maps are drawn for, as ids; the target starts with <s>.
+struct Sentences {
+  std::vector<int32_t> src, tgt;
+};
 
-// Heatmaps of every head of every layer for the three uses of attention (§3.2.3): rows are
-// queries, columns keys, each labelled with its token.
-int run_attention(const AttentionOptions& o) {
-  Translator loaded = load_model_and_tokenizer(o.ckpt);
-  Transformer* model = loaded.model.get();
-  const data::Tokenizer* tokenizer = loaded.tokenizer.get();
-  const TransformerConfig& c = model->config;
+// --src and --tgt as ids, or without --tgt the model's own translation of --src.
+Sentences read_sentences(const AttentionOptions& o, Transformer& model,
+                         const data::Tokenizer* tokenizer) {
+  const TransformerConfig& c = model.config;
   // Each id list is checked against the vocabulary as soon as it is read: the source before
   // the greedy decoding below, whose own message would not name --src.
   auto check_range = [&](const std::vector<int32_t>& ids, const char* what) {
@@ -109,13 +109,72 @@ int run_attention(const AttentionOptions& o) {
   } else {  // the model's own translation: bos + greedy output + eos
     const IndexTensor ids = IndexTensor::from({1, static_cast<int64_t>(src.size())}, src);
     tgt = {c.bos_id};
-    const std::vector<TokenIds> decoded = greedy_decode(*model, ids);
+    const std::vector<TokenIds> decoded = greedy_decode(model, ids);
     tgt.insert(tgt.end(), decoded[0].begin(), decoded[0].end());
     tgt.push_back(c.eos_id);
   }
   check_range(tgt, "--tgt");
   if (tgt.size() < 2)
     throw std::invalid_argument("--tgt: give at least one token after <s> (its id is 1)");
+  return {std::move(src), std::move(tgt)};
+}
+
+// The labels of the rows and columns: the source's tokens, the target's tokens the decoder
+// reads, and those it predicts.
+struct Labels {
+  std::vector<std::string> src, read, next;
+};
+
+// One heatmap per head of every layer of one kind of attention, and all of them in a grid.
+// Returns the number of images written.
+int draw_kind(const Transformer& model, const Kind& k, const Labels& labels,
+              const std::string& out) {
+  const bool queries_from_target = k.kind != AttentionKind::EncoderSelf;
+  const bool keys_from_target = k.kind == AttentionKind::DecoderSelf;
+  int written = 0;
+  std::vector<viz::Image> panels;
+  const std::vector<Tensor> maps = model.attention(k.kind);
+  for (size_t layer = 0; layer < maps.size(); ++layer) {
+    const Tensor& probs = maps[layer];  // [1, H, T, S]
+    for (int64_t head = 0; head < probs.dim(1); ++head) {
+      const Tensor matrix = reshape(slice(probs, 1, head, head + 1), {probs.dim(2), probs.dim(3)});
+      const viz::HeatmapOptions options{
+          .title = fmt::format("{}, layer {}, head {}", k.title, layer + 1, head + 1),
+          .row_labels = queries_from_target ? labels.next : labels.src,
+          .col_labels = keys_from_target ? labels.read : labels.src,
+          .row_axis =
+              queries_from_target ? "target query (the token it predicts)" : "source (query)",
+          .col_axis = keys_from_target ? "target (key: the token read)" : "source (key)",
+          .value_label = "attention weight"};
+      viz::Image image = viz::heatmap(matrix, options);
+      viz::write_png(image,
+                     fmt::format("{}/{}_layer{}_head{}.png", out, k.file, layer + 1, head + 1));
+      ++written;
+      panels.push_back(
+          viz::heatmap(matrix, {.title = fmt::format("layer {}, head {}", layer + 1, head + 1),
+                                .row_labels = options.row_labels,
+                                .col_labels = options.col_labels,
+                                .row_axis = options.row_axis,
+                                .col_axis = options.col_axis,
+                                .colour_bar = false}));
+    }
+  }
+  viz::write_png(viz::grid(panels, model.config.heads,
+                           fmt::format("{}: layers (rows) x heads (columns)", k.title)),
+                 fmt::format("{}/{}_grid.png", out, k.file));
+  return written + 1;
+}
+
+}  // namespace
+
+// Heatmaps of every head of every layer for the three uses of attention (§3.2.3): rows are
+// queries, columns keys, each labelled with its token.
+int run_attention(const AttentionOptions& o) {
+  Translator loaded = load_model_and_tokenizer(o.ckpt);
+  Transformer* model = loaded.model.get();
+  const data::Tokenizer* tokenizer = loaded.tokenizer.get();
+  const TransformerConfig& c = model->config;
+  const auto [src, tgt] = read_sentences(o, *model, tokenizer);
 
   // The decoder reads tgt[:-1], and its position i predicts tgt[i+1]. So the rows (queries)
   // of the target's maps are labelled with the token each one predicts, which puts "cat" in
@@ -135,48 +194,13 @@ int run_attention(const AttentionOptions& o) {
     for (int32_t id : ids) out.push_back(tokenizer ? tokenizer->label(id) : token_label(id, c));
     return out;
   };
-  const std::vector<std::string> src_labels = labels(src), read_labels = labels(tgt_in),
-                                 next_labels = labels(tgt_next);
+  const Labels all_labels{labels(src), labels(tgt_in), labels(tgt_next)};
   std::filesystem::create_directories(o.out);
   int written = 0;
   for (const Kind& k : {Kind{AttentionKind::EncoderSelf, "encoder_self", "encoder self-attention"},
                         Kind{AttentionKind::DecoderSelf, "decoder_self", "decoder self-attention"},
-                        Kind{AttentionKind::Cross, "cross", "cross-attention"}}) {
-    const bool queries_from_target = k.kind != AttentionKind::EncoderSelf;
-    const bool keys_from_target = k.kind == AttentionKind::DecoderSelf;
-    std::vector<viz::Image> panels;
-    const std::vector<Tensor> maps = model->attention(k.kind);
-    for (size_t layer = 0; layer < maps.size(); ++layer) {
-      const Tensor& probs = maps[layer];  // [1, H, T, S]
-      for (int64_t head = 0; head < probs.dim(1); ++head) {
-        const Tensor matrix =
-            reshape(slice(probs, 1, head, head + 1), {probs.dim(2), probs.dim(3)});
-        const viz::HeatmapOptions options{
-            .title = fmt::format("{}, layer {}, head {}", k.title, layer + 1, head + 1),
-            .row_labels = queries_from_target ? next_labels : src_labels,
-            .col_labels = keys_from_target ? read_labels : src_labels,
-            .row_axis =
-                queries_from_target ? "target query (the token it predicts)" : "source (query)",
-            .col_axis = keys_from_target ? "target (key: the token read)" : "source (key)",
-            .value_label = "attention weight"};
-        viz::Image image = viz::heatmap(matrix, options);
-        viz::write_png(image,
-                       fmt::format("{}/{}_layer{}_head{}.png", o.out, k.file, layer + 1, head + 1));
-        ++written;
-        panels.push_back(
-            viz::heatmap(matrix, {.title = fmt::format("layer {}, head {}", layer + 1, head + 1),
-                                  .row_labels = options.row_labels,
-                                  .col_labels = options.col_labels,
-                                  .row_axis = options.row_axis,
-                                  .col_axis = options.col_axis,
-                                  .colour_bar = false}));
-      }
-    }
-    viz::write_png(
-        viz::grid(panels, c.heads, fmt::format("{}: layers (rows) x heads (columns)", k.title)),
-        fmt::format("{}/{}_grid.png", o.out, k.file));
-    ++written;
-  }
+                        Kind{AttentionKind::Cross, "cross", "cross-attention"}})
+    written += draw_kind(*model, k, all_labels, o.out);
   fmt::print("wrote {} images to {}\n", written, o.out);
   return 0;
 }

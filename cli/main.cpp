@@ -34,223 +34,276 @@ const CLI::Validator kSeed(
 const char* const kThreadsHelp =
     "Threads (0: one per core, or OMP_NUM_THREADS); the results are the same bits for any count";
 
-int main(int argc, char** argv) {
-  using namespace gf::cli;
-  CLI::App app{"transformer: the encoder-decoder of \"Attention Is All You Need\", for learning."};
-  app.require_subcommand(1);
+namespace {
 
-  TrainOptions train;
-  CLI::App* t = app.add_subcommand("train", "Train on a generated task or a file of id pairs");
-  t->add_option("--task", train.task,
-                "copy or reverse (generated ids), translate (sentence pairs from --data) or "
-                "toy-translation (the generated toy language)")
+using namespace gf::cli;
+
+// Every command that runs the model takes --threads (train keeps its own in TrainOptions).
+void add_threads(CLI::App& command, int& threads) {
+  command.add_option("--threads", threads, kThreadsHelp)
+      ->capture_default_str()
+      ->check(CLI::Range(0, gf::kernels::kMaxThreads));
+}
+
+// train's flags, in the order --help lists them: the data first...
+void add_train_data(CLI::App& t, TrainOptions& o) {
+  t.add_option("--task", o.task,
+               "copy or reverse (generated ids), translate (sentence pairs from --data) or "
+               "toy-translation (the generated toy language)")
       ->capture_default_str()
       ->check(CLI::IsMember({"copy", "reverse", "translate", "toy-translation"}));
-  t->add_option("--data", train.data,
-                "translate: training pairs, lines SOURCE<TAB>TARGET (UTF-8; more columns ignored)")
+  t.add_option("--data", o.data,
+               "translate: training pairs, lines SOURCE<TAB>TARGET (UTF-8; more columns ignored)")
       ->check(CLI::ExistingFile);
-  t->add_option("--dev", train.dev, "translate: held-out pairs for BLEU during and after training")
+  t.add_option("--dev", o.dev, "translate: held-out pairs for BLEU during and after training")
       ->check(CLI::ExistingFile);
-  t->add_option("--split", train.split, "toy-translation: random, compositional or length")
+  t.add_option("--split", o.split, "toy-translation: random, compositional or length")
       ->capture_default_str()
       ->check(CLI::IsMember({"random", "compositional", "length"}));
-  t->add_option("--tokenizer", train.tokenizer,
-                "Text tasks: bpe (one vocabulary shared by both languages, §5.1), word or char")
+  t.add_option("--tokenizer", o.tokenizer,
+               "Text tasks: bpe (one vocabulary shared by both languages, §5.1), word or char")
       ->capture_default_str()
       ->check(CLI::IsMember({"bpe", "word", "char"}));
-  t->add_option("--batch-tokens", train.batch_tokens,
-                "Text tasks: padded tokens per batch; sentences of similar length go together")
+  t.add_option("--batch-tokens", o.batch_tokens,
+               "Text tasks: padded tokens per batch; sentences of similar length go together")
       ->capture_default_str();
-  t->add_option("--pairs", train.pairs,
-                "Train on FILE: lines SRC_IDS<TAB>TGT_IDS, TGT starting with bos 1")
+  t.add_option("--pairs", o.pairs,
+               "Train on FILE: lines SRC_IDS<TAB>TGT_IDS, TGT starting with bos 1")
       ->check(CLI::ExistingFile);
-  t->add_option("--length", train.length, "Content length of generated sequences (the longest)")
+  t.add_option("--length", o.length, "Content length of generated sequences (the longest)")
       ->capture_default_str();
-  t->add_option("--min-length", train.min_length, "Shortest generated content (default: --length)");
-  t->add_option("--init", train.init,
-                "Start from this checkpoint (its configuration is used; --dropout still applies)")
+  t.add_option("--min-length", o.min_length, "Shortest generated content (default: --length)");
+  t.add_option("--init", o.init,
+               "Start from this checkpoint (its configuration is used; --dropout still applies)")
       ->check(CLI::ExistingFile);
+}
+
+// ...then the model...
+void add_train_model(CLI::App& t, TrainOptions& o) {
   // add_option_function converts the value itself, so "--layers x" is reported as a usage
   // error; a hand-written std::stoll here would throw past CLI11 and abort the program.
-  t->add_option_function<int64_t>(
+  t.add_option_function<int64_t>(
       "--layers",
-      [&](const int64_t& n) { train.model.encoder_layers = train.model.decoder_layers = n; },
+      [&model = o.model](const int64_t& n) { model.encoder_layers = model.decoder_layers = n; },
       "Encoder and decoder layers, N (default 2)");
-  t->add_option("--d-model", train.model.d_model, "Model width d_model")->capture_default_str();
-  t->add_option("--d-ff", train.model.d_ff, "Feed-forward width d_ff")->capture_default_str();
-  t->add_option("--heads", train.model.heads, "Attention heads h (must divide d_model)")
+  t.add_option("--d-model", o.model.d_model, "Model width d_model")->capture_default_str();
+  t.add_option("--d-ff", o.model.d_ff, "Feed-forward width d_ff")->capture_default_str();
+  t.add_option("--heads", o.model.heads, "Attention heads h (must divide d_model)")
       ->capture_default_str();
-  t->add_option("--vocab-size", train.vocab_size,
-                "Vocabulary size, ids 0-3 special (default: 11 for copy and reverse; for text, "
-                "the tokenizer's size, at most 8000)");
-  t->add_option("--max-len", train.model.max_len, "Longest sequence the model accepts")
+  t.add_option("--vocab-size", o.vocab_size,
+               "Vocabulary size, ids 0-3 special (default: 11 for copy and reverse; for text, "
+               "the tokenizer's size, at most 8000)");
+  t.add_option("--max-len", o.model.max_len, "Longest sequence the model accepts")
       ->capture_default_str();
-  t->add_flag("--tied{true},--no-tied{false}", train.model.tied,
-              "One matrix for both embeddings and the output projection (§3.4; the default)")
+  t.add_flag("--tied{true},--no-tied{false}", o.model.tied,
+             "One matrix for both embeddings and the output projection (§3.4; the default)")
       ->capture_default_str();
-  t->add_flag("--norm-first", train.model.norm_first, "Pre-norm layers (not in the paper)");
-  t->add_option("--dropout", train.model.dropout, "Dropout rate (§5.4 uses 0.1)")
+  t.add_flag("--norm-first", o.model.norm_first, "Pre-norm layers (not in the paper)");
+  t.add_option("--dropout", o.model.dropout, "Dropout rate (§5.4 uses 0.1)")->capture_default_str();
+}
+
+// ...then the optimisation, the evaluation during training and the checkpoints.
+void add_train_run(CLI::App& t, TrainOptions& o) {
+  t.add_option("--label-smoothing", o.label_smoothing, "Label smoothing epsilon (§5.4)")
       ->capture_default_str();
-  t->add_option("--label-smoothing", train.label_smoothing, "Label smoothing epsilon (§5.4)")
+  t.add_option("--optimizer", o.optimizer, "adam or sgd")->capture_default_str();
+  t.add_option("--schedule", o.schedule, "noam (warm-up, §5.3) or constant")->capture_default_str();
+  t.add_option("--lr", o.lr,
+               "Factor of the noam schedule (default 0.3), or the constant rate (default 1e-3)");
+  t.add_option("--warmup", o.warmup, "Warm-up steps of the noam schedule")->capture_default_str();
+  t.add_option("--clip", o.clip, "Clip the gradient norm to this (0: no clipping)")
       ->capture_default_str();
-  t->add_option("--optimizer", train.optimizer, "adam or sgd")->capture_default_str();
-  t->add_option("--schedule", train.schedule, "noam (warm-up, §5.3) or constant")
+  t.add_option("--batch", o.batch, "Sequences per step")->capture_default_str();
+  t.add_option("--steps", o.steps,
+               "Training steps (with --resume: the total to reach, counting the saved ones)")
       ->capture_default_str();
-  t->add_option("--lr", train.lr,
-                "Factor of the noam schedule (default 0.3), or the constant rate (default 1e-3)");
-  t->add_option("--warmup", train.warmup, "Warm-up steps of the noam schedule")
+  t.add_option("--eval-every", o.eval_every, "Check exact copies every N steps (0: at the end)")
       ->capture_default_str();
-  t->add_option("--clip", train.clip, "Clip the gradient norm to this (0: no clipping)")
+  t.add_option("--eval-count", o.eval_count,
+               "Sequences decoded for the checks during training (fresh ones for generated "
+               "tasks, the first dev pairs for text)")
       ->capture_default_str();
-  t->add_option("--batch", train.batch, "Sequences per step")->capture_default_str();
-  t->add_option("--steps", train.steps,
-                "Training steps (with --resume: the total to reach, counting the saved ones)")
-      ->capture_default_str();
-  t->add_option("--eval-every", train.eval_every,
-                "Check exact copies every N steps (0: at the end)")
-      ->capture_default_str();
-  t->add_option("--eval-count", train.eval_count,
-                "Sequences decoded for the checks during training (fresh ones for generated "
-                "tasks, the first dev pairs for text)")
-      ->capture_default_str();
-  t->add_option("--seed", train.seed, "Random seed: the same seed gives the same run")
+  t.add_option("--seed", o.seed, "Random seed: the same seed gives the same run")
       ->check(kSeed)
       ->capture_default_str();
-  t->add_option("--threads", train.threads, kThreadsHelp)->capture_default_str();
-  t->add_option("--save", train.save,
-                "Checkpoint to write; beside it go the training state (NAME.train-state."
-                "safetensors, for --resume) and the curves (default with --resume: the "
-                "checkpoint resumed)")
+  t.add_option("--threads", o.threads, kThreadsHelp)->capture_default_str();
+  t.add_option("--save", o.save,
+               "Checkpoint to write; beside it go the training state (NAME.train-state."
+               "safetensors, for --resume) and the curves (default with --resume: the "
+               "checkpoint resumed)")
       ->capture_default_str();
-  t->add_option("--resume", train.resume,
-                "Continue the run saved in this checkpoint and its training state, exactly as "
-                "if it had not stopped; --steps is then the total step to reach. Data, "
-                "optimizer and schedule flags are taken from the saved run. Ctrl-C (SIGINT) or "
-                "SIGTERM stops a run after its current step, saved, with exit status 130 or 143")
+  t.add_option("--resume", o.resume,
+               "Continue the run saved in this checkpoint and its training state, exactly as "
+               "if it had not stopped; --steps is then the total step to reach. Data, "
+               "optimizer and schedule flags are taken from the saved run. Ctrl-C (SIGINT) or "
+               "SIGTERM stops a run after its current step, saved, with exit status 130 or 143")
       ->check(CLI::ExistingFile);
-  t->add_option("--save-every", train.save_every,
-                "Also save every N steps, so that a crash loses at most N (0: only at the end, "
-                "on Ctrl-C or SIGTERM, and when a loss or gradient is not finite)")
+  t.add_option("--save-every", o.save_every,
+               "Also save every N steps, so that a crash loses at most N (0: only at the end, "
+               "on Ctrl-C or SIGTERM, and when a loss or gradient is not finite)")
       ->capture_default_str();
-  t->add_option("--log-losses", train.log_losses,
-                "Write every step's loss to FILE, lines STEP<TAB>LOSS (exact float text)");
+  t.add_option("--log-losses", o.log_losses,
+               "Write every step's loss to FILE, lines STEP<TAB>LOSS (exact float text)");
+}
 
-  ScoreOptions score;
-  CLI::App* s = app.add_subcommand("score", "Negative log-likelihood (nats) of each target");
-  s->add_option("--ckpt", score.ckpt, "Checkpoint")->required()->check(CLI::ExistingFile);
-  s->add_option("--pairs", score.pairs, "Lines SRC_IDS<TAB>TGT_IDS")
+void add_train(CLI::App& app, TrainOptions& o) {
+  CLI::App& t = *app.add_subcommand("train", "Train on a generated task or a file of id pairs");
+  add_train_data(t, o);
+  add_train_model(t, o);
+  add_train_run(t, o);
+}
+
+void add_score(CLI::App& app, ScoreOptions& o, int& threads) {
+  CLI::App& s = *app.add_subcommand("score", "Negative log-likelihood (nats) of each target");
+  s.add_option("--ckpt", o.ckpt, "Checkpoint")->required()->check(CLI::ExistingFile);
+  s.add_option("--pairs", o.pairs, "Lines SRC_IDS<TAB>TGT_IDS")
       ->required()
       ->check(CLI::ExistingFile);
+  add_threads(s, threads);
+}
 
-  DecodeOptions decode;
-  CLI::App* d = app.add_subcommand("decode", "Translate id lines from stdin, one output line each");
-  d->add_option("--ckpt", decode.ckpt, "Checkpoint")->required()->check(CLI::ExistingFile);
-  d->add_option("--beam", decode.beam, "Beam size (1: greedy; the paper uses 4)")
+void add_decode(CLI::App& app, DecodeOptions& o, int& threads) {
+  CLI::App& d =
+      *app.add_subcommand("decode", "Translate id lines from stdin, one output line each");
+  d.add_option("--ckpt", o.ckpt, "Checkpoint")->required()->check(CLI::ExistingFile);
+  d.add_option("--beam", o.beam, "Beam size (1: greedy; the paper uses 4)")->capture_default_str();
+  d.add_option("--length-penalty", o.length_penalty, "Beam length penalty alpha (§6.1: 0.6)")
       ->capture_default_str();
-  d->add_option("--length-penalty", decode.length_penalty, "Beam length penalty alpha (§6.1: 0.6)")
+  d.add_option("--max-len", o.max_len, "Most tokens to generate (0: source length + 50)")
       ->capture_default_str();
-  d->add_option("--max-len", decode.max_len, "Most tokens to generate (0: source length + 50)")
-      ->capture_default_str();
+  add_threads(d, threads);
+}
 
-  AttentionOptions attention;
-  CLI::App* a = app.add_subcommand("attention", "Draw every attention map as labelled heatmaps");
-  a->add_option("--ckpt", attention.ckpt, "Checkpoint")->required()->check(CLI::ExistingFile);
-  a->add_option("--src", attention.src,
-                "Source: ids such as \"5 6 7 2\", or text for a model trained on text")
+void add_attention(CLI::App& app, AttentionOptions& o, int& threads) {
+  CLI::App& a = *app.add_subcommand("attention", "Draw every attention map as labelled heatmaps");
+  a.add_option("--ckpt", o.ckpt, "Checkpoint")->required()->check(CLI::ExistingFile);
+  a.add_option("--src", o.src,
+               "Source: ids such as \"5 6 7 2\", or text for a model trained on text")
       ->required();
-  a->add_option("--tgt", attention.tgt,
-                "Target ids, or text for a model trained on text (default: the model's greedy "
-                "output)");
-  a->add_option("--out", attention.out, "Directory for the images")->capture_default_str();
+  a.add_option("--tgt", o.tgt,
+               "Target ids, or text for a model trained on text (default: the model's greedy "
+               "output)");
+  a.add_option("--out", o.out, "Directory for the images")->capture_default_str();
+  add_threads(a, threads);
+}
 
-  TranslateOptions translate;
-  CLI::App* tr = app.add_subcommand(
+void add_translate(CLI::App& app, TranslateOptions& o, int& threads) {
+  CLI::App& tr = *app.add_subcommand(
       "translate", "Translate lines of text from stdin with a checkpoint trained on text");
-  tr->add_option("--ckpt", translate.ckpt, "Checkpoint (holds its tokenizer)")
+  tr.add_option("--ckpt", o.ckpt, "Checkpoint (holds its tokenizer)")
       ->required()
       ->check(CLI::ExistingFile);
-  tr->add_option("--beam", translate.beam, "Beam size (1: greedy; the paper uses 4)")
+  tr.add_option("--beam", o.beam, "Beam size (1: greedy; the paper uses 4)")->capture_default_str();
+  tr.add_option("--length-penalty", o.length_penalty, "Beam length penalty alpha (§6.1: 0.6)")
       ->capture_default_str();
-  tr->add_option("--length-penalty", translate.length_penalty,
-                 "Beam length penalty alpha (§6.1: 0.6)")
-      ->capture_default_str();
+  add_threads(tr, threads);
+}
 
-  EvalOptions eval;
-  CLI::App* ev = app.add_subcommand(
+void add_eval(CLI::App& app, EvalOptions& o, int& threads) {
+  CLI::App& ev = *app.add_subcommand(
       "eval", "BLEU and chrF on sentence pairs (and the alignment score on the toy language)");
-  ev->add_option("--ckpt", eval.ckpt, "Checkpoint (holds its tokenizer)")
+  ev.add_option("--ckpt", o.ckpt, "Checkpoint (holds its tokenizer)")
       ->required()
       ->check(CLI::ExistingFile);
-  ev->add_option("--data", eval.data, "Pairs SOURCE<TAB>TARGET[<TAB>ALIGNMENT] to score")
+  ev.add_option("--data", o.data, "Pairs SOURCE<TAB>TARGET[<TAB>ALIGNMENT] to score")
       ->required()
       ->check(CLI::ExistingFile);
-  ev->add_option("--beam", eval.beam, "Beam size (1: greedy; the paper uses 4)")
+  ev.add_option("--beam", o.beam, "Beam size (1: greedy; the paper uses 4)")->capture_default_str();
+  ev.add_option("--length-penalty", o.length_penalty, "Beam length penalty alpha (§6.1: 0.6)")
       ->capture_default_str();
-  ev->add_option("--length-penalty", eval.length_penalty, "Beam length penalty alpha (§6.1: 0.6)")
+  ev.add_option("--alignment-layer", o.alignment_layer,
+                "Decoder layer whose cross-attention the alignment score reads (0: the last)")
       ->capture_default_str();
-  ev->add_option("--alignment-layer", eval.alignment_layer,
-                 "Decoder layer whose cross-attention the alignment score reads (0: the last)")
-      ->capture_default_str();
-  ev->add_option("--hypotheses", eval.hypotheses, "Write the translations to this file");
+  ev.add_option("--hypotheses", o.hypotheses, "Write the translations to this file");
+  add_threads(ev, threads);
+}
 
-  GenerateOptions generate;
-  CLI::App* g = app.add_subcommand(
+void add_generate(CLI::App& app, GenerateOptions& o) {
+  CLI::App& g = *app.add_subcommand(
       "generate", "Write a generated corpus as train.tsv, dev.tsv and test.tsv in a directory");
-  g->add_option("--task", generate.task, "What to generate: toy-translation")
+  g.add_option("--task", o.task, "What to generate: toy-translation")
       ->capture_default_str()
       ->check(CLI::IsMember({"toy-translation"}));
-  g->add_option("--split", generate.split,
-                "random, compositional (unseen adjective-noun pairs in test) or length (longer "
-                "sentences in test)")
+  g.add_option("--split", o.split,
+               "random, compositional (unseen adjective-noun pairs in test) or length (longer "
+               "sentences in test)")
       ->capture_default_str()
       ->check(CLI::IsMember({"random", "compositional", "length"}));
-  g->add_option("--train", generate.train, "Training pairs")->capture_default_str();
-  g->add_option("--dev", generate.dev, "Development pairs")->capture_default_str();
-  g->add_option("--test", generate.test, "Test pairs")->capture_default_str();
-  g->add_option("--seed", generate.seed, "Random seed: the same seed gives the same files")
+  g.add_option("--train", o.train, "Training pairs")->capture_default_str();
+  g.add_option("--dev", o.dev, "Development pairs")->capture_default_str();
+  g.add_option("--test", o.test, "Test pairs")->capture_default_str();
+  g.add_option("--seed", o.seed, "Random seed: the same seed gives the same files")
       ->check(kSeed)
       ->capture_default_str();
-  g->add_option("--out", generate.out, "Directory to write the files into")->capture_default_str();
+  g.add_option("--out", o.out, "Directory to write the files into")->capture_default_str();
+}
 
-  // Every command that runs the model takes --threads (train keeps its own in TrainOptions).
-  int threads = 0;
-  for (CLI::App* command : {s, d, a, tr, ev})
-    command->add_option("--threads", threads, kThreadsHelp)
-        ->capture_default_str()
-        ->check(CLI::Range(0, gf::kernels::kMaxThreads));
+// What the command line can set: the options of every command.
+struct Options {
+  TrainOptions train;
+  ScoreOptions score;
+  DecodeOptions decode;
+  AttentionOptions attention;
+  TranslateOptions translate;
+  EvalOptions eval;
+  GenerateOptions generate;
+  int threads = 0;  // --threads of every command but train
+};
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    // A mistyped command ("transformer trian") reaches CLI11 as a stray word, and CLI11 then
-    // reports only "A subcommand is required"; say which word was not understood instead.
-    const std::vector<std::string> stray = app.remaining();
-    if (app.get_subcommands().empty() && !stray.empty() && !stray.front().starts_with('-')) {
-      fmt::print(stderr,
-                 "transformer: error: unknown command \"{}\" (expected train, score, decode, "
-                 "attention, translate, eval or generate; see transformer --help)\n",
-                 stray.front());
-      return e.get_exit_code();
-    }
-    return app.exit(e);
+// A mistyped command ("transformer trian") reaches CLI11 as a stray word, and CLI11 then
+// reports only "A subcommand is required"; say which word was not understood instead.
+int report_parse_error(CLI::App& app, const CLI::ParseError& e) {
+  const std::vector<std::string> stray = app.remaining();
+  if (app.get_subcommands().empty() && !stray.empty() && !stray.front().starts_with('-')) {
+    fmt::print(stderr,
+               "transformer: error: unknown command \"{}\" (expected train, score, decode, "
+               "attention, translate, eval or generate; see transformer --help)\n",
+               stray.front());
+    return e.get_exit_code();
   }
+  return app.exit(e);
+}
+
+// Runs the command given; an error it throws is printed and gives exit status 1.
+int dispatch(CLI::App& app, Options& o) {
   try {
-    if (threads != 0) gf::kernels::set_num_threads(threads);
-    if (t->parsed()) {
-      for (const CLI::Option* option : t->get_options())
+    if (o.threads != 0) gf::kernels::set_num_threads(o.threads);
+    if (app.got_subcommand("train")) {
+      for (const CLI::Option* option : app.get_subcommand("train")->get_options())
         if (option->count() > 0 && !option->get_lnames().empty())
-          train.given.insert(option->get_lnames().front());
-      return run_train(train);
+          o.train.given.insert(option->get_lnames().front());
+      return run_train(o.train);
     }
-    if (s->parsed()) return run_score(score);
-    if (d->parsed()) return run_decode(decode);
-    if (a->parsed()) return run_attention(attention);
-    if (g->parsed()) return run_generate(generate);
-    if (tr->parsed()) return run_translate(translate);
-    if (ev->parsed()) return run_eval(eval);
+    if (app.got_subcommand("score")) return run_score(o.score);
+    if (app.got_subcommand("decode")) return run_decode(o.decode);
+    if (app.got_subcommand("attention")) return run_attention(o.attention);
+    if (app.got_subcommand("generate")) return run_generate(o.generate);
+    if (app.got_subcommand("translate")) return run_translate(o.translate);
+    if (app.got_subcommand("eval")) return run_eval(o.eval);
   } catch (const std::exception& e) {
     fmt::print(stderr, "transformer: error: {}\n", e.what());
     return 1;
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"transformer: the encoder-decoder of \"Attention Is All You Need\", for learning."};
+  app.require_subcommand(1);
+  Options o;
+  add_train(app, o.train);
+  add_score(app, o.score, o.threads);
+  add_decode(app, o.decode, o.threads);
+  add_attention(app, o.attention, o.threads);
+  add_translate(app, o.translate, o.threads);
+  add_eval(app, o.eval, o.threads);
+  add_generate(app, o.generate);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return report_parse_error(app, e);
+  }
+  return dispatch(app, o);
 }

@@ -12,6 +12,7 @@ packages=(
   nlohmann-json3-dev          # checkpoint headers
   libopenblas-dev             # the optional BLAS backend for GEMM
   clang-format                # the formatting check
+  clang-tidy                  # the function-size check (scripts/check-function-size.sh)
   clang libclang-rt-14-dev    # fuzzing: clang++ and libFuzzer (libclang_rt.fuzzer)
 )
 

@@ -79,9 +79,9 @@ int ceil_div(int a, int b) {
   return (a + b - 1) / b;
 }
 
-Plan plan_heatmap(std::span<const float> values, int64_t rows, int64_t cols,
+// Everything is checked before anything is drawn.
+void check_inputs(std::span<const float> values, int64_t rows, int64_t cols,
                   const HeatmapOptions& options) {
-  // Check everything before drawing anything.
   if (rows <= 0 || cols <= 0)
     throw std::invalid_argument(fmt::format("heatmap: cannot draw {} x {} cells", rows, cols));
   if (static_cast<int64_t>(values.size()) != rows * cols)
@@ -104,9 +104,12 @@ Plan plan_heatmap(std::span<const float> values, int64_t rows, int64_t cols,
     throw std::invalid_argument(
         fmt::format("heatmap: the value range [{}, {}] is empty (vmin must be less than vmax)",
                     options.vmin, options.vmax));
+}
 
-  Plan plan;
-  HeatmapLayout& l = plan.layout;
+// The values the colour map spans, into l.vmin and l.vmax: the options' range, or with
+// auto_range that of the finite values.
+void set_value_range(HeatmapLayout& l, std::span<const float> values,
+                     const HeatmapOptions& options) {
   l.vmin = options.vmin;
   l.vmax = options.vmax;
   if (options.auto_range) {
@@ -130,17 +133,20 @@ Plan plan_heatmap(std::span<const float> values, int64_t rows, int64_t cols,
     l.vmin = static_cast<float>(std::floor(lo / step + 1e-6) * step);
     l.vmax = static_cast<float>(std::ceil(hi / step - 1e-6) * step);
   }
+}
 
-  // Cells of 40 pixels up to 12 x 12; bigger matrices shrink towards 4 pixels a cell, so a
-  // heatmap stays around 500 pixels wide.
-  const int64_t longest = std::max(rows, cols);
-  l.cell = options.cell_size > 0 ? options.cell_size
-                                 : static_cast<int>(std::clamp<int64_t>(480 / longest, 4, 40));
-  l.label_scale = l.cell >= 24 ? 2 : 1;
+// The room the row and column labels take, which place_parts leaves for them.
+struct LabelRoom {
+  int row_label_width = 0;   // the widest row label
+  int col_label_height = 0;  // a line of text, or the longest label turned on its side
+  int overhang_left = 0, overhang_right = 0;  // of level column labels wider than their cell
+};
+
+// The text of every row and column label, into plan.row_text and plan.col_text, and whether
+// the column labels are turned on their side.
+LabelRoom plan_labels(Plan& plan, int64_t rows, int64_t cols, const HeatmapOptions& options) {
+  const HeatmapLayout& l = plan.layout;
   const int s = l.label_scale;
-  const int grid_w = static_cast<int>(cols) * l.cell;
-  const int grid_h = static_cast<int>(rows) * l.cell;
-
   // Labels: every one when the cells are tall enough for a line of text, else every k-th.
   const int max_label_width = kMaxLabelGlyphs * kAdvance * s;
   const int stride = ceil_div(kCapHeight * s + 3, l.cell);
@@ -172,6 +178,43 @@ Plan plan_heatmap(std::span<const float> values, int64_t rows, int64_t cols,
   // Level labels wider than their cell stick out by half the difference at either end.
   const int overhang_left = plan.col_vertical ? 0 : std::max(0, (col_widths.front() - l.cell) / 2);
   const int overhang_right = plan.col_vertical ? 0 : std::max(0, (col_widths.back() - l.cell) / 2);
+  return {.row_label_width = row_label_width,
+          .col_label_height = col_label_height,
+          .overhang_left = overhang_left,
+          .overhang_right = overhang_right};
+}
+
+// The colour bar right of `right`, beside the cells, then its tick labels and the value
+// label (turned); right and bottom move out to what they take.
+void place_colour_bar(Plan& plan, int& right, int& bottom, const HeatmapOptions& options) {
+  HeatmapLayout& l = plan.layout;
+  const int s = l.label_scale;
+  l.bar = {right + kBarGap, l.cells.y, kBarWidth, std::max(l.cells.h, kMinBarHeight)};
+  plan.tick_step = nice_step(l.vmin, l.vmax);
+  plan.ticks = nice_ticks(l.vmin, l.vmax);
+  plan.tick_labels_x = l.bar.x + l.bar.w + kTickLength + 3;
+  int tick_w = 0;
+  for (double t : plan.ticks)
+    tick_w = std::max(tick_w, text_width(format_tick(t, plan.tick_step), s));
+  right = plan.tick_labels_x + tick_w;
+  // The lowest tick label hangs half a line below the bar.
+  bottom = std::max(bottom, l.bar.y + l.bar.h + kCapHeight * s / 2);
+  if (!options.value_label.empty()) {
+    const int len = text_width(options.value_label, s);
+    plan.value_label_x = right + 2 * kGap;
+    plan.value_label_y = l.bar.y + std::max(0, (l.bar.h - len) / 2);
+    right = plan.value_label_x + text_height(s);
+    bottom = std::max(bottom, plan.value_label_y + len);
+  }
+}
+
+// Where each part of the picture goes, and the image's size.
+void place_parts(Plan& plan, const LabelRoom& labels, int64_t rows, int64_t cols,
+                 const HeatmapOptions& options) {
+  HeatmapLayout& l = plan.layout;
+  const int s = l.label_scale;
+  const int grid_w = static_cast<int>(cols) * l.cell;
+  const int grid_h = static_cast<int>(rows) * l.cell;
 
   // Top to bottom: title, column axis name, column labels, cells.
   int y = kMargin;
@@ -185,7 +228,7 @@ Plan plan_heatmap(std::span<const float> values, int64_t rows, int64_t cols,
     plan.col_axis_y = y;
     y += text_height(s) + 2;
   }
-  plan.col_labels_bottom = y + col_label_height;
+  plan.col_labels_bottom = y + labels.col_label_height;
   l.cells.y = plan.col_labels_bottom + kGap;
 
   // Left to right: row axis name (turned), row labels, cells, colour bar, tick labels,
@@ -197,34 +240,15 @@ Plan plan_heatmap(std::span<const float> values, int64_t rows, int64_t cols,
     plan.row_axis_y = l.cells.y + std::max(0, (grid_h - row_axis_len) / 2);
     x += text_height(s) + 2 * kGap;
   }
-  x = std::max(x + row_label_width + kGap, kMargin + overhang_left);
+  x = std::max(x + labels.row_label_width + kGap, kMargin + labels.overhang_left);
   plan.row_labels_right = x - kGap;
   l.cells = {x, l.cells.y, grid_w, grid_h};
-  int right = l.cells.x + grid_w + overhang_right;
+  int right = l.cells.x + grid_w + labels.overhang_right;
   int bottom = std::max(l.cells.y + grid_h, plan.row_axis_y + row_axis_len);
   plan.col_axis_x = l.cells.x + (grid_w - col_axis_w) / 2;
   if (plan.col_axis_x < l.cells.x) plan.col_axis_x = l.cells.x;
   right = std::max(right, plan.col_axis_x + col_axis_w);
-
-  if (options.colour_bar) {
-    l.bar = {right + kBarGap, l.cells.y, kBarWidth, std::max(grid_h, kMinBarHeight)};
-    plan.tick_step = nice_step(l.vmin, l.vmax);
-    plan.ticks = nice_ticks(l.vmin, l.vmax);
-    plan.tick_labels_x = l.bar.x + l.bar.w + kTickLength + 3;
-    int tick_w = 0;
-    for (double t : plan.ticks)
-      tick_w = std::max(tick_w, text_width(format_tick(t, plan.tick_step), s));
-    right = plan.tick_labels_x + tick_w;
-    // The lowest tick label hangs half a line below the bar.
-    bottom = std::max(bottom, l.bar.y + l.bar.h + kCapHeight * s / 2);
-    if (!options.value_label.empty()) {
-      const int len = text_width(options.value_label, s);
-      plan.value_label_x = right + 2 * kGap;
-      plan.value_label_y = l.bar.y + std::max(0, (l.bar.h - len) / 2);
-      right = plan.value_label_x + text_height(s);
-      bottom = std::max(bottom, plan.value_label_y + len);
-    }
-  }
+  if (options.colour_bar) place_colour_bar(plan, right, bottom, options);
 
   // A title wider than the picture widens the image; the picture is then centred under it.
   l.width = std::max(right, kMargin + title_w) + kMargin;
@@ -238,6 +262,22 @@ Plan plan_heatmap(std::span<const float> values, int64_t rows, int64_t cols,
   plan.title_x = std::clamp(l.cells.x + (l.cells.w - title_w) / 2, kMargin,
                             std::max(kMargin, l.width - kMargin - title_w));
   l.height = bottom + kMargin;
+}
+
+Plan plan_heatmap(std::span<const float> values, int64_t rows, int64_t cols,
+                  const HeatmapOptions& options) {
+  check_inputs(values, rows, cols, options);
+  Plan plan;
+  HeatmapLayout& l = plan.layout;
+  set_value_range(l, values, options);
+  // Cells of 40 pixels up to 12 x 12; bigger matrices shrink towards 4 pixels a cell, so a
+  // heatmap stays around 500 pixels wide.
+  const int64_t longest = std::max(rows, cols);
+  l.cell = options.cell_size > 0 ? options.cell_size
+                                 : static_cast<int>(std::clamp<int64_t>(480 / longest, 4, 40));
+  l.label_scale = l.cell >= 24 ? 2 : 1;
+  const LabelRoom labels = plan_labels(plan, rows, cols, options);
+  place_parts(plan, labels, rows, cols, options);
   return plan;
 }
 

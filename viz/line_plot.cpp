@@ -69,17 +69,9 @@ double round_out(double& lo, double& hi, int target) {
   return step;
 }
 
-Plan plan_plot(const std::vector<Series>& series, const LinePlotOptions& options) {
-  for (const Series& s : series)
-    if (!s.xs.empty() && s.xs.size() != s.ys.size())
-      throw std::invalid_argument(fmt::format("line_plot: series \"{}\" has {} xs but {} ys",
-                                              s.name, s.xs.size(), s.ys.size()));
-  if (options.width < kMinWidth || options.height < kMinHeight)
-    throw std::invalid_argument(
-        fmt::format("line_plot: a {} x {} image is too small (at least {} x {})", options.width,
-                    options.height, kMinWidth, kMinHeight));
-
-  Plan plan;
+// The data range each axis shows, into plan.area, and its ticks: the drawable points' range
+// rounded out to round ticks (on a log axis, widened by 5% instead).
+void set_axes(Plan& plan, const std::vector<Series>& series, const LinePlotOptions& options) {
   PlotArea& a = plan.area;
   a.log_y = options.log_y;
   double x_lo = std::numeric_limits<double>::infinity(), x_hi = -x_lo;
@@ -127,6 +119,21 @@ Plan plan_plot(const std::vector<Series>& series, const LinePlotOptions& options
   a.x_max = x_hi;
   a.y_min = y_lo;
   a.y_max = y_hi;
+}
+
+Plan plan_plot(const std::vector<Series>& series, const LinePlotOptions& options) {
+  for (const Series& s : series)
+    if (!s.xs.empty() && s.xs.size() != s.ys.size())
+      throw std::invalid_argument(fmt::format("line_plot: series \"{}\" has {} xs but {} ys",
+                                              s.name, s.xs.size(), s.ys.size()));
+  if (options.width < kMinWidth || options.height < kMinHeight)
+    throw std::invalid_argument(
+        fmt::format("line_plot: a {} x {} image is too small (at least {} x {})", options.width,
+                    options.height, kMinWidth, kMinHeight));
+
+  Plan plan;
+  set_axes(plan, series, options);
+  PlotArea& a = plan.area;
 
   // The frame takes what the title, labels and tick labels leave.
   plan.scale = options.width >= 480 && options.height >= 300 ? 2 : 1;
@@ -176,30 +183,12 @@ void stroke(std::vector<float>& coverage, const Rect& frame, double x0, double y
     }
 }
 
-}  // namespace
-
-double PlotArea::x_pixel(double x) const {
-  return frame.x + (x - x_min) / (x_max - x_min) * (frame.w - 1);
-}
-
-double PlotArea::y_pixel(double y) const {
-  const double t =
-      log_y ? std::log10(y / y_min) / std::log10(y_max / y_min) : (y - y_min) / (y_max - y_min);
-  return frame.y + (1.0 - t) * (frame.h - 1);
-}
-
-PlotArea line_plot_area(const std::vector<Series>& series, const LinePlotOptions& options) {
-  return plan_plot(series, options).area;
-}
-
-Image line_plot(const std::vector<Series>& series, const LinePlotOptions& options) {
-  const Plan plan = plan_plot(series, options);
+// Grid lines and ticks first, so that the data is drawn over them; then the frame, the title
+// and the axis labels.
+void draw_axes(Image& image, const Plan& plan, const LinePlotOptions& options) {
   const PlotArea& a = plan.area;
   const Rect& f = a.frame;
   const int s = plan.scale;
-  Image image(options.width, options.height);
-
-  // Grid lines and ticks first, so that the data is drawn over them.
   for (double v : plan.x_ticks) {
     const int px = static_cast<int>(std::lround(a.x_pixel(v)));
     image.fill_rect(px, f.y, 1, f.h, kGridLine);
@@ -229,9 +218,14 @@ Image line_plot(const std::vector<Series>& series, const LinePlotOptions& option
             options.height - kMargin - text_height(s), x_label, kSubtle, s);
   const std::string y_label = elide(options.y_label, f.h, s);
   draw_text_vertical(image, kMargin, f.y + (f.h - text_width(y_label, s)) / 2, y_label, kSubtle, s);
+}
 
-  // Each series is first drawn as a coverage mask (how much of each pixel its line covers)
-  // and then painted once, so that the many short segments of a long curve blend cleanly.
+// Each series is first drawn as a coverage mask (how much of each pixel its line covers)
+// and then painted once, so that the many short segments of a long curve blend cleanly.
+// Returns the masks, which tell the legend where the lines are.
+std::vector<std::vector<float>> draw_lines(Image& image, const PlotArea& a,
+                                           const std::vector<Series>& series) {
+  const Rect& f = a.frame;
   std::vector<std::vector<float>> masks;
   for (size_t k = 0; k < series.size(); ++k) {
     const Series& sr = series[k];
@@ -252,48 +246,76 @@ Image line_plot(const std::vector<Series>& series, const LinePlotOptions& option
       for (int px = 0; px < f.w; ++px)
         image.blend(f.x + px, f.y + py, colour, mask[static_cast<size_t>(py * f.w + px)]);
   }
+  return masks;
+}
 
-  // The legend goes in the corner of the frame where it hides the least of the lines.
-  if (series.size() > 1) {
-    const int line_h = text_height(s) + 4;
-    const int swatch = 24;
-    std::vector<std::string> names;
-    int name_w = 0;
-    for (const Series& sr : series) {
-      names.push_back(elide(sr.name, f.w / 2, s));
-      name_w = std::max(name_w, text_width(names.back(), s));
-    }
-    const int w = 10 + swatch + 8 + name_w + 10;
-    const int h = 8 + static_cast<int>(series.size()) * line_h + 4;
-    const int inset = 10;
-    const std::array<std::array<int, 2>, 4> corners = {{
-        {f.x + f.w - inset - w, f.y + inset},            // top right
-        {f.x + inset, f.y + inset},                      // top left
-        {f.x + f.w - inset - w, f.y + f.h - inset - h},  // bottom right
-        {f.x + inset, f.y + f.h - inset - h},            // bottom left
-    }};
-    double best = std::numeric_limits<double>::infinity();
-    std::array<int, 2> at = corners[0];
-    for (const auto& c : corners) {
-      double hidden = 0;
-      for (const std::vector<float>& mask : masks)
-        for (int py = std::max(c[1], f.y); py < std::min(c[1] + h, f.y + f.h); ++py)
-          for (int px = std::max(c[0], f.x); px < std::min(c[0] + w, f.x + f.w); ++px)
-            hidden += mask[static_cast<size_t>((py - f.y) * f.w + (px - f.x))];
-      if (hidden < best) {
-        best = hidden;
-        at = c;
-      }
-    }
-    image.fill_rect(at[0], at[1], w, h, kWhite);
-    image.stroke_rect(at[0], at[1], w, h, kFrame);
-    for (size_t k = 0; k < series.size(); ++k) {
-      const int y = at[1] + 8 + static_cast<int>(k) * line_h;
-      const Rgb colour = series[k].colour.value_or(kPalette[k % kPalette.size()]);
-      image.fill_rect(at[0] + 10, y + kCapHeight * s / 2 - 1, swatch, 3, colour);
-      draw_text(image, at[0] + 10 + swatch + 8, y, names[k], kInk, s);
+// The legend goes in the corner of the frame where it hides the least of the lines.
+void draw_legend(Image& image, const Plan& plan, const std::vector<Series>& series,
+                 const std::vector<std::vector<float>>& masks) {
+  const Rect& f = plan.area.frame;
+  const int s = plan.scale;
+  const int line_h = text_height(s) + 4;
+  const int swatch = 24;
+  std::vector<std::string> names;
+  int name_w = 0;
+  for (const Series& sr : series) {
+    names.push_back(elide(sr.name, f.w / 2, s));
+    name_w = std::max(name_w, text_width(names.back(), s));
+  }
+  const int w = 10 + swatch + 8 + name_w + 10;
+  const int h = 8 + static_cast<int>(series.size()) * line_h + 4;
+  const int inset = 10;
+  const std::array<std::array<int, 2>, 4> corners = {{
+      {f.x + f.w - inset - w, f.y + inset},            // top right
+      {f.x + inset, f.y + inset},                      // top left
+      {f.x + f.w - inset - w, f.y + f.h - inset - h},  // bottom right
+      {f.x + inset, f.y + f.h - inset - h},            // bottom left
+  }};
+  double best = std::numeric_limits<double>::infinity();
+  std::array<int, 2> at = corners[0];
+  for (const auto& c : corners) {
+    double hidden = 0;
+    for (const std::vector<float>& mask : masks)
+      for (int py = std::max(c[1], f.y); py < std::min(c[1] + h, f.y + f.h); ++py)
+        for (int px = std::max(c[0], f.x); px < std::min(c[0] + w, f.x + f.w); ++px)
+          hidden += mask[static_cast<size_t>((py - f.y) * f.w + (px - f.x))];
+    if (hidden < best) {
+      best = hidden;
+      at = c;
     }
   }
+  image.fill_rect(at[0], at[1], w, h, kWhite);
+  image.stroke_rect(at[0], at[1], w, h, kFrame);
+  for (size_t k = 0; k < series.size(); ++k) {
+    const int y = at[1] + 8 + static_cast<int>(k) * line_h;
+    const Rgb colour = series[k].colour.value_or(kPalette[k % kPalette.size()]);
+    image.fill_rect(at[0] + 10, y + kCapHeight * s / 2 - 1, swatch, 3, colour);
+    draw_text(image, at[0] + 10 + swatch + 8, y, names[k], kInk, s);
+  }
+}
+
+}  // namespace
+
+double PlotArea::x_pixel(double x) const {
+  return frame.x + (x - x_min) / (x_max - x_min) * (frame.w - 1);
+}
+
+double PlotArea::y_pixel(double y) const {
+  const double t =
+      log_y ? std::log10(y / y_min) / std::log10(y_max / y_min) : (y - y_min) / (y_max - y_min);
+  return frame.y + (1.0 - t) * (frame.h - 1);
+}
+
+PlotArea line_plot_area(const std::vector<Series>& series, const LinePlotOptions& options) {
+  return plan_plot(series, options).area;
+}
+
+Image line_plot(const std::vector<Series>& series, const LinePlotOptions& options) {
+  const Plan plan = plan_plot(series, options);
+  Image image(options.width, options.height);
+  draw_axes(image, plan, options);
+  const std::vector<std::vector<float>> masks = draw_lines(image, plan.area, series);
+  if (series.size() > 1) draw_legend(image, plan, series, masks);
   return image;
 }
 

@@ -93,11 +93,15 @@ bool is_identity(const std::vector<int64_t>& index, int64_t count) {
   return true;
 }
 
-}  // namespace
+// A [..., M, K] times B [..., K, N]: the matrix sizes, each operand's batch dimensions and the
+// batch shape they broadcast to, which with [M, N] appended is C's shape.
+struct Product {
+  int64_t m, k, n;
+  Shape batch_a, batch_b, batch;
+  Shape out;
+};
 
-Tensor matmul(const Tensor& a, const Tensor& b) {
-  const Shape& sa = a.shape();
-  const Shape& sb = b.shape();
+Product check_shapes(const Shape& sa, const Shape& sb) {
   if (sa.rank() < 2 || sb.rank() < 2)
     throw ShapeError(
         fmt::format("matmul: expects tensors of rank 2 or more, got {} and {}", sa, sb));
@@ -118,43 +122,51 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   Shape out = batch;
   out.push_back(m);
   out.push_back(n);
-  Tensor y = Tensor::empty(out);
+  return {
+      .m = m, .k = k, .n = n, .batch_a = batch_a, .batch_b = batch_b, .batch = batch, .out = out};
+}
 
-  if (batch_b.numel() == 1 && batch == batch_a) {
-    // [..., M, K] @ [K, N]: every batch row shares B, so fold the batch into M (one big GEMM).
-    const int64_t rows = batch.numel() * m;
-    kernels::gemm({.m = rows, .n = n, .k = k, .a = a.data(), .b = b.data(), .c = y.data()});
-    record(y, "matmul", {a, b}, [a, b, rows, n, k](const Tensor& grad_y) {
-      Tensor grad_a, grad_b;  // left undefined for an input that needs no gradient
-      if (a.requires_grad()) {
-        // dA [rows, K] = dC [rows, N] B^T
-        grad_a = Tensor::empty(a.shape());
-        kernels::gemm({.trans_b = true,
-                       .m = rows,
-                       .n = k,
-                       .k = n,
-                       .a = grad_y.data(),
-                       .b = b.data(),
-                       .c = grad_a.data()});
-      }
-      if (b.requires_grad()) {
-        // dB [K, N] = A^T [K, rows] dC [rows, N]: the sum over all batch rows
-        grad_b = Tensor::empty(b.shape());
-        kernels::gemm({.trans_a = true,
-                       .m = k,
-                       .n = n,
-                       .k = rows,
-                       .a = a.data(),
-                       .b = grad_y.data(),
-                       .c = grad_b.data()});
-      }
-      return Grads{grad_a, grad_b};
-    });
-    return y;
-  }
+// [..., M, K] @ [K, N]: every batch row shares B, so fold the batch into M (one big GEMM).
+Tensor matmul_folded(const Tensor& a, const Tensor& b, const Product& p) {
+  const int64_t rows = p.batch.numel() * p.m, n = p.n, k = p.k;
+  Tensor y = Tensor::empty(p.out);
+  kernels::gemm({.m = rows, .n = n, .k = k, .a = a.data(), .b = b.data(), .c = y.data()});
+  record(y, "matmul", {a, b}, [a, b, rows, n, k](const Tensor& grad_y) {
+    Tensor grad_a, grad_b;  // left undefined for an input that needs no gradient
+    if (a.requires_grad()) {
+      // dA [rows, K] = dC [rows, N] B^T
+      grad_a = Tensor::empty(a.shape());
+      kernels::gemm({.trans_b = true,
+                     .m = rows,
+                     .n = k,
+                     .k = n,
+                     .a = grad_y.data(),
+                     .b = b.data(),
+                     .c = grad_a.data()});
+    }
+    if (b.requires_grad()) {
+      // dB [K, N] = A^T [K, rows] dC [rows, N]: the sum over all batch rows
+      grad_b = Tensor::empty(b.shape());
+      kernels::gemm({.trans_a = true,
+                     .m = k,
+                     .n = n,
+                     .k = rows,
+                     .a = a.data(),
+                     .b = grad_y.data(),
+                     .c = grad_b.data()});
+    }
+    return Grads{grad_a, grad_b};
+  });
+  return y;
+}
 
-  const BatchPlan plan = plan_batches(batch_a, batch_b, batch);
-  const int64_t count = batch.numel();
+// Any other batch shapes: one GEMM per entry of the broadcast batch, each reading the matrices
+// of A and B that the entry broadcasts from.
+Tensor matmul_batched(const Tensor& a, const Tensor& b, const Product& p) {
+  const int64_t m = p.m, n = p.n, k = p.k;
+  Tensor y = Tensor::empty(p.out);
+  const BatchPlan plan = plan_batches(p.batch_a, p.batch_b, p.batch);
+  const int64_t count = p.batch.numel();
   const std::vector<int64_t> c_index = iota(count);
   batched_gemm({.m = m, .n = n, .k = k, .a = a.data(), .b = b.data(), .c = y.data()}, count,
                plan.a_index, plan.b_index, c_index, /*c_unique=*/true);
@@ -191,6 +203,14 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     return Grads{grad_a, grad_b};
   });
   return y;
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  const Product p = check_shapes(a.shape(), b.shape());
+  if (p.batch_b.numel() == 1 && p.batch == p.batch_a) return matmul_folded(a, b, p);
+  return matmul_batched(a, b, p);
 }
 
 // linear: y = x W^T + b, with x viewed as [R, I] (R = all leading dimensions together).
