@@ -42,17 +42,6 @@ bool close(double x, double y, double rtol) {
   return std::abs(x - y) <= rtol * std::max(std::abs(x), std::abs(y)) + 1e-12;
 }
 
-// The shortest of several timed runs of f: the one least disturbed by whatever else runs.
-double fastest_of(int runs, const std::function<void()>& f) {
-  double best = 1e30;
-  for (int r = 0; r < runs; ++r) {
-    const auto start = std::chrono::steady_clock::now();
-    f();
-    best = std::min(best, seconds_since(start));
-  }
-  return best;
-}
-
 // ---- 1. Tensors, shapes and broadcasting ----
 
 void tensors(Checks& check) {
@@ -373,11 +362,6 @@ float accuracy(const Tensor& logits, const IndexTensor& labels) {
   return static_cast<float>(right) / static_cast<float>(labels.numel());
 }
 
-void save(const viz::Image& image, const std::string& path) {
-  viz::write_png(image, path);
-  fmt::print("  wrote {} ({} x {})\n", path, image.width(), image.height());
-}
-
 // The plane from -1.2 to 1.2 as a picture: each pixel in a light colour for the class the
 // model predicts there, and the training points on top as dots in the strong colours.
 viz::Image draw_regions(const Mlp& model, const Dataset& data) {
@@ -453,13 +437,13 @@ void train_a_small_network(bool quick, uint64_t seed, const std::string& dir, Ch
   fmt::print("\n  {} steps took {:.2f} s ({:.3f} ms per step)\n", steps, seconds,
              1e3 * seconds / (steps + 1));
   fmt::print("\n");
-  save(viz::line_plot({{.name = "cross-entropy loss", .ys = losses}},
-                      {.title = "training loss, plain gradient descent (lr 1)",
-                       .x_label = "step",
-                       .y_label = "loss (log scale)",
-                       .log_y = true}),
-       dir + "/loss.png");
-  save(draw_regions(model, data), dir + "/regions.png");
+  save_png(viz::line_plot({{.name = "cross-entropy loss", .ys = losses}},
+                          {.title = "training loss, plain gradient descent (lr 1)",
+                           .x_label = "step",
+                           .y_label = "loss (log scale)",
+                           .log_y = true}),
+           dir + "/loss.png");
+  save_png(draw_regions(model, data), dir + "/regions.png");
   const float loss_goal = quick ? 0.2f : 0.05f, accuracy_goal = quick ? 0.9f : 0.99f;
   check(losses.back() < losses.front() / 3, "the loss fell to less than a third of its start");
   check(losses.back() < loss_goal, fmt::format("the final loss is below {}", loss_goal));

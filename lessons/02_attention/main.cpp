@@ -40,11 +40,6 @@ namespace {
 
 constexpr viz::Rgb kGrey{140, 140, 140};
 
-void save(const viz::Image& image, const std::string& path) {
-  viz::write_png(image, path);
-  fmt::print("  wrote {} ({} x {})\n", path, image.width(), image.height());
-}
-
 // ---- 1. A soft dictionary lookup ----
 
 void soft_lookup(Checks& check) {
@@ -199,7 +194,7 @@ void attention_by_hand(const std::string& out_dir, Checks& check) {
                            .value_label = "attention weight",
                            .cell_size = 56,
                            .show_values = true});
-  save(picture, out_dir + "/sentence.png");
+  save_png(picture, out_dir + "/sentence.png");
 }
 
 // ---- 3. Why divide by sqrt(d_k) ----
@@ -272,12 +267,6 @@ double mean_of(const std::vector<double>& v) {
   return total / static_cast<double>(v.size());
 }
 
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t h = v.size() / 2;
-  return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
-}
-
 double share_below(const std::vector<double>& v, double limit) {
   return static_cast<double>(
              std::count_if(v.begin(), v.end(), [&](double x) { return x < limit; })) /
@@ -318,14 +307,14 @@ Measurement measure(int64_t d_k, int64_t trials, int64_t n, uint64_t seed) {
           .max_scaled = mean_of(scaled_rows.largest),
           .entropy_raw = mean_of(raw_rows.entropy),
           .entropy_scaled = mean_of(scaled_rows.entropy),
-          .grad_raw = median_of(raw_rows.grad),
-          .grad_scaled = median_of(scaled_rows.grad),
+          .grad_raw = median(raw_rows.grad),
+          .grad_scaled = median(scaled_rows.grad),
           .mean_grad_raw = mean_of(raw_rows.grad),
           .mean_grad_scaled = mean_of(scaled_rows.grad),
           .stalled_raw = share_below(raw_rows.grad, 1e-3),
           .stalled_scaled = share_below(scaled_rows.grad, 1e-3),
-          .grad_q_raw = median_of(grad_q_raw),
-          .grad_q_scaled = median_of(grad_q_scaled)};
+          .grad_q_raw = median(grad_q_raw),
+          .grad_q_scaled = median(grad_q_scaled)};
 }
 
 void why_the_scale(bool quick, uint64_t seed, const std::string& out_dir, Checks& check) {
@@ -382,36 +371,36 @@ void why_the_scale(bool quick, uint64_t seed, const std::string& out_dir, Checks
     return viz::Series{.name = name, .xs = xs, .ys = ys};
   };
   const std::string x_label = "log2(d_k): 2 is d_k = 4, 10 is 1024";
-  save(viz::line_plot({series("scaled: q.k / sqrt(d_k)", &Measurement::var_scaled),
-                       series("unscaled: q.k", &Measurement::var_raw)},
-                      {.title = "Variance of the scores over random q and k",
-                       .x_label = x_label,
-                       .y_label = "variance",
-                       .log_y = true}),
-       out_dir + "/variance.png");
+  save_png(viz::line_plot({series("scaled: q.k / sqrt(d_k)", &Measurement::var_scaled),
+                           series("unscaled: q.k", &Measurement::var_raw)},
+                          {.title = "Variance of the scores over random q and k",
+                           .x_label = x_label,
+                           .y_label = "variance",
+                           .log_y = true}),
+           out_dir + "/variance.png");
   const std::vector<float> uniform(xs.size(), 1.0f / static_cast<float>(n));
-  save(viz::line_plot({series("scaled", &Measurement::max_scaled),
-                       series("unscaled", &Measurement::max_raw),
-                       {.name = "uniform", .xs = xs, .ys = uniform, .colour = kGrey}},
-                      {.title = "How peaked softmax gets: the largest of 16 weights",
-                       .x_label = x_label,
-                       .y_label = "mean largest weight",
-                       .height = 480}),
-       out_dir + "/peakedness.png");
+  save_png(viz::line_plot({series("scaled", &Measurement::max_scaled),
+                           series("unscaled", &Measurement::max_raw),
+                           {.name = "uniform", .xs = xs, .ys = uniform, .colour = kGrey}},
+                          {.title = "How peaked softmax gets: the largest of 16 weights",
+                           .x_label = x_label,
+                           .y_label = "mean largest weight",
+                           .height = 480}),
+           out_dir + "/peakedness.png");
   const viz::LinePlotOptions small{.x_label = x_label, .log_y = true, .width = 600, .height = 420};
   viz::LinePlotOptions at_scores = small, at_q = small;
   at_scores.title = "at the scores (softmax input)";
   at_scores.y_label = "median |dL/dscores|";
   at_q.title = "at the query q (on to W^Q)";
   at_q.y_label = "median |dL/dq|";
-  save(viz::grid({viz::line_plot({series("scaled", &Measurement::grad_scaled),
-                                  series("unscaled", &Measurement::grad_raw)},
-                                 at_scores),
-                  viz::line_plot({series("scaled", &Measurement::grad_q_scaled),
-                                  series("unscaled", &Measurement::grad_q_raw)},
-                                 at_q)},
-                 2, "The gradient that gets back through the softmax", 30),
-       out_dir + "/gradient.png");
+  save_png(viz::grid({viz::line_plot({series("scaled", &Measurement::grad_scaled),
+                                      series("unscaled", &Measurement::grad_raw)},
+                                     at_scores),
+                      viz::line_plot({series("scaled", &Measurement::grad_q_scaled),
+                                      series("unscaled", &Measurement::grad_q_raw)},
+                                     at_q)},
+                     2, "The gradient that gets back through the softmax", 30),
+           out_dir + "/gradient.png");
 
   // The claims, each measured at every d_k (the tolerances allow for --quick's fewer trials).
   const double tolerance = quick ? 0.2 : 0.1;
@@ -489,9 +478,9 @@ void saturated_heatmaps(uint64_t seed, const std::string& out_dir, Checks& check
   viz::HeatmapOptions left = options, right = options;
   left.title = "scaled: softmax(Q K^T / sqrt(512))";
   right.title = "unscaled: softmax(Q K^T)";
-  save(viz::grid({viz::heatmap(scaled, left), viz::heatmap(unscaled, right)}, 2,
-                 "The same random Q and K, d_k = 512", 40),
-       out_dir + "/saturated.png");
+  save_png(viz::grid({viz::heatmap(scaled, left), viz::heatmap(unscaled, right)}, 2,
+                     "The same random Q and K, d_k = 512", 40),
+           out_dir + "/saturated.png");
   check(same_winner, "in every row the same key wins with and without the scale");
   check(mean_unscaled > 0.8, "unscaled, the rows are nearly one-hot");
   check(mean_scaled < 0.6, "scaled, the rows spread their weight over several keys");

@@ -86,12 +86,6 @@ viz::Image heatmap_at(const Tensor& t, int64_t offset, int64_t rows, int64_t col
                       rows, cols, options);
 }
 
-void save(const viz::Image& image, const std::string& dir, const std::string& name) {
-  const std::string path = dir + "/" + name;
-  viz::write_png(image, path);
-  fmt::print("  wrote {} ({} x {})\n", path, image.width(), image.height());
-}
-
 // One attention head over token embeddings, without positions: the smallest model whose
 // scores can be masked: the attention of lesson 02, single-headed as there (lesson 04 splits it).
 struct Head {
@@ -226,19 +220,19 @@ void padding(const Head& head, const std::string& out, Checks& check) {
   Tensor broadcast = Tensor::zeros({length, length});
   for (int64_t t = 0; t < length; ++t)
     for (int64_t s = 0; s < length; ++s) broadcast.data()[t * length + s] = mask.at({1, 0, 0, s});
-  save(viz::grid(
-           {viz::heatmap(mask.view({batch, length}), {.title = "stored: [B, 1, 1, S]",
-                                                      .row_labels = {"sentence 0", "sentence 1"},
-                                                      .row_axis = "",
-                                                      .col_axis = "key position",
-                                                      .colour_bar = false,
-                                                      .show_values = true}),
-            viz::heatmap(broadcast, {.title = "seen by sentence 1's scores",
-                                     .row_labels = words,
-                                     .col_labels = words,
-                                     .value_label = "1 = blocked"})},
-           2, "the padding mask"),
-       out, "padding_mask.png");
+  save_png(viz::grid({viz::heatmap(mask.view({batch, length}),
+                                   {.title = "stored: [B, 1, 1, S]",
+                                    .row_labels = {"sentence 0", "sentence 1"},
+                                    .row_axis = "",
+                                    .col_axis = "key position",
+                                    .colour_bar = false,
+                                    .show_values = true}),
+                      viz::heatmap(broadcast, {.title = "seen by sentence 1's scores",
+                                               .row_labels = words,
+                                               .col_labels = words,
+                                               .value_label = "1 = blocked"})},
+                     2, "the padding mask"),
+           out + "/padding_mask.png");
   std::vector<viz::Image> weights;
   const int64_t offset = length * length;  // sentence 1 in [B, 1, T, S]
   weights.push_back(heatmap_at(probs_free, offset, length, length,
@@ -253,7 +247,7 @@ void padding(const Head& head, const std::string& out, Checks& check) {
                                 .col_labels = words,
                                 .value_label = "attention weight",
                                 .show_values = true}));
-  save(viz::grid(weights, 2, "sentence 1: attention weights"), out, "padding_attention.png");
+  save_png(viz::grid(weights, 2, "sentence 1: attention weights"), out + "/padding_attention.png");
 }
 
 // ---- 2. The look-ahead mask ----
@@ -287,7 +281,7 @@ void look_ahead(const Head& head, Transformer& model, const std::string& out, Ch
   const Tensor q = head.project(tgt, head.wq), k = head.project(tgt, head.wk);
   const Tensor scores = masked_fill(
       matmul(q, transpose(k, -1, -2)) / std::sqrt(static_cast<float>(q.dim(-1))), mask, -kInf);
-  save(
+  save_png(
       viz::grid({viz::heatmap(mask.view({length, length}), {.title = "look-ahead mask",
                                                             .row_labels = words,
                                                             .col_labels = words,
@@ -303,7 +297,7 @@ void look_ahead(const Head& head, Transformer& model, const std::string& out, Ch
                                                              .value_label = "attention weight",
                                                              .show_values = true})},
                 3, "decoder self-attention with the look-ahead mask"),
-      out, "look_ahead.png");
+      out + "/look_ahead.png");
 
   // The decoder of a whole Transformer (2 layers, untrained): does position t's output
   // depend on the tokens after it?
@@ -380,10 +374,10 @@ void look_ahead(const Head& head, Transformer& model, const std::string& out, Ch
   free_options.title = "without it";
   free_options.colour_bar = true;
   free_options.value_label = "max |change|";
-  save(viz::grid(
-           {viz::heatmap(change_masked, masked_options), viz::heatmap(change_free, free_options)},
-           2, "decoder output: how much it moves when later tokens change"),
-       out, "edit_after.png");
+  save_png(viz::grid({viz::heatmap(change_masked, masked_options),
+                      viz::heatmap(change_free, free_options)},
+                     2, "decoder output: how much it moves when later tokens change"),
+           out + "/edit_after.png");
 
   // The decoder's real mask: look-ahead OR padding, for a batch of targets of two lengths.
   const IndexTensor targets = pad_batch(
@@ -409,10 +403,10 @@ void look_ahead(const Head& head, Transformer& model, const std::string& out, Ch
   m3.title = "target mask (OR)";
   m3.colour_bar = true;
   m3.value_label = "1 = blocked";
-  save(viz::grid({viz::heatmap(ahead.view({7, 7}), m1), viz::heatmap(pad_rows, m2),
-                  heatmap_at(combined, 49, 7, 7, m3)},
-                 3, "the decoder's mask for a padded target"),
-       out, "target_mask.png");
+  save_png(viz::grid({viz::heatmap(ahead.view({7, 7}), m1), viz::heatmap(pad_rows, m2),
+                      heatmap_at(combined, 49, 7, 7, m3)},
+                     3, "the decoder's mask for a padded target"),
+           out + "/target_mask.png");
 }
 
 // ---- 3. Training in one pass, decoding step by step ----
@@ -657,9 +651,9 @@ void training_without_the_mask(bool quick, uint64_t seed, const std::string& out
   fmt::print("  {:<10} {:>22.3f} {:>26.3f}\n", "masked", final_train[0], final_decode[0]);
   fmt::print("  {:<10} {:>22.3f} {:>26.3f}\n", "no mask", final_train[1], final_decode[1]);
   fmt::print("  {:<10} {:>22.3f} {:>26.3f}\n\n", "log 13", honest, honest);
-  save(viz::line_plot(curves, {.title = "random targets: training loss vs decoding loss",
-                               .y_label = "cross-entropy (nats)"}),
-       out, "training_without_mask.png");
+  save_png(viz::line_plot(curves, {.title = "random targets: training loss vs decoding loss",
+                                   .y_label = "cross-entropy (nats)"}),
+           out + "/training_without_mask.png");
   check(std::abs(final_train[0] - honest) < 0.15f && std::abs(final_decode[0] - honest) < 0.15f,
         "masked: training and decoding loss both stay near log 13 = 2.565");
   if (quick)  // 150 steps: well on the way down, not always at the floor

@@ -18,7 +18,6 @@
 #include <cmath>
 #include <cstdint>
 #include <exception>
-#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -40,17 +39,6 @@ using namespace gf;
 using namespace gf::lessons;
 
 namespace {
-
-// The shortest of several timed runs of f: the one least disturbed by whatever else runs.
-double fastest_of(int runs, const std::function<void()>& f) {
-  double best = 1e30;
-  for (int r = 0; r < runs; ++r) {
-    const auto start = std::chrono::steady_clock::now();
-    f();
-    best = std::min(best, seconds_since(start));
-  }
-  return best;
-}
 
 // One head's [T, T] probabilities out of attention probabilities [1, H, T, T].
 Tensor head_probs(const Tensor& probs, int64_t head) {

@@ -297,12 +297,6 @@ std::vector<Version> versions(int threads) {
   return v;
 }
 
-float max_abs_diff(const std::vector<float>& x, const std::vector<float>& y) {
-  float d = 0.0f;
-  for (size_t i = 0; i < x.size(); ++i) d = std::max(d, std::abs(x[i] - y[i]));
-  return d;
-}
-
 // A horizontal bar chart: one row per label, each bar a stack of segments (one colour per
 // segment kind, named in the legend), optional vertical reference lines (a peak) with their
 // names, and the row's total printed after its bar.
