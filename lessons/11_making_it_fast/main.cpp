@@ -44,10 +44,9 @@
 #include "lessons/lesson.h"
 #include "models/transformer.h"
 #include "nn/optim.h"
-#include "viz/font.h"
+#include "viz/bar_chart.h"
 #include "viz/line_plot.h"
 #include "viz/png.h"
-#include "viz/ticks.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>  // _mm_getcsr, _mm_setcsr
@@ -297,98 +296,6 @@ std::vector<Version> versions(int threads) {
   return v;
 }
 
-// A horizontal bar chart: one row per label, each bar a stack of segments (one colour per
-// segment kind, named in the legend), optional vertical reference lines (a peak) with their
-// names, and the row's total printed after its bar.
-struct BarRow {
-  std::string label;
-  std::vector<double> segments;
-};
-struct ReferenceLine {
-  std::string name;
-  double value;
-};
-struct BarChart {
-  std::string title, x_label;
-  std::vector<std::string> segment_names;
-  std::vector<BarRow> rows;
-  std::vector<ReferenceLine> lines;
-  std::string value_format = "{:.1f}";
-};
-
-const std::vector<viz::Rgb> kPalette = {{31, 119, 180}, {255, 127, 14}, {150, 150, 150}};
-const std::vector<viz::Rgb> kLineColours = {{200, 30, 30}, {110, 30, 160}};
-
-viz::Image draw_bars(const BarChart& chart, int width = 760) {
-  const int s = 2, row_h = 26, bar_h = 18, top = 58, bottom = 56, right = 70;
-  int label_w = 0;
-  for (const BarRow& r : chart.rows) label_w = std::max(label_w, viz::text_width(r.label, s));
-  const int left = label_w + 24;
-  const int height = top + row_h * static_cast<int>(chart.rows.size()) + bottom;
-  viz::Image image(width, height);
-  const viz::Rgb ink{40, 40, 40}, grid{225, 225, 225};
-  double max_value = 0;
-  for (const BarRow& r : chart.rows) {
-    double total = 0;
-    for (double v : r.segments) total += v;
-    max_value = std::max(max_value, total);
-  }
-  for (const ReferenceLine& l : chart.lines) max_value = std::max(max_value, l.value);
-  const std::vector<double> ticks = viz::nice_ticks(0, max_value * 1.02, 5);
-  const double x_max = std::max(ticks.back(), max_value * 1.02);
-  const int plot_w = width - left - right;
-  const auto x_of = [&](double v) {
-    return left + static_cast<int>(v / x_max * plot_w);
-  };
-  const int plot_top = top - 6, plot_bottom = height - bottom + 6;
-  const double step = ticks.size() > 1 ? ticks[1] - ticks[0] : 1.0;
-  for (double t : ticks) {
-    const int x = x_of(t);
-    image.fill_rect(x, plot_top, 1, plot_bottom - plot_top, grid);
-    const std::string text = viz::format_tick(t, step);
-    viz::draw_text(image, x - viz::text_width(text, s) / 2, plot_bottom + 6, text, ink, s);
-  }
-  viz::draw_text(image, left + (plot_w - viz::text_width(chart.x_label, s)) / 2,
-                 plot_bottom + 6 + viz::text_height(s) + 6, chart.x_label, ink, s);
-  viz::draw_text(image, 10, 10, chart.title, ink, s, /*bold=*/true);
-  // The legend goes under the title: the segment kinds (when there are several), then the
-  // reference lines.
-  int legend_x = 10;
-  for (size_t k = 0; k < chart.segment_names.size() && chart.segment_names.size() > 1; ++k) {
-    image.fill_rect(legend_x, 34, 14, 14, kPalette[k % kPalette.size()]);
-    viz::draw_text(image, legend_x + 20, 36, chart.segment_names[k], ink, s);
-    legend_x += 20 + viz::text_width(chart.segment_names[k], s) + 24;
-  }
-  for (size_t k = 0; k < chart.lines.size(); ++k) {
-    const viz::Rgb colour = kLineColours[k % kLineColours.size()];
-    for (int x = legend_x; x < legend_x + 18; x += 6) image.fill_rect(x, 40, 3, 2, colour);
-    const std::string text = chart.lines[k].name + ": " +
-                             fmt::format(fmt::runtime(chart.value_format), chart.lines[k].value);
-    viz::draw_text(image, legend_x + 24, 36, text, colour, s);
-    legend_x += 24 + viz::text_width(text, s) + 24;
-  }
-  for (size_t i = 0; i < chart.rows.size(); ++i) {
-    const BarRow& r = chart.rows[i];
-    const int y = top + static_cast<int>(i) * row_h;
-    viz::draw_text(image, left - 12 - viz::text_width(r.label, s), y + (bar_h - 14) / 2, r.label,
-                   ink, s);
-    double at = 0;
-    for (size_t k = 0; k < r.segments.size(); ++k) {
-      const int x0 = x_of(at), x1 = x_of(at + r.segments[k]);
-      image.fill_rect(x0, y, std::max(x1 - x0, 1), bar_h, kPalette[k % kPalette.size()]);
-      at += r.segments[k];
-    }
-    viz::draw_text(image, x_of(at) + 6, y + (bar_h - 14) / 2,
-                   fmt::format(fmt::runtime(chart.value_format), at), ink, s);
-  }
-  for (size_t k = 0; k < chart.lines.size(); ++k) {  // dashed; offset so that equal values
-    const int x = x_of(chart.lines[k].value) + 3 * static_cast<int>(k);  // stay apart
-    for (int y = plot_top; y < plot_bottom; y += 6)
-      image.fill_rect(x - 1, y, 2, 3, kLineColours[k % kLineColours.size()]);
-  }
-  return image;
-}
-
 struct GemmResults {
   int64_t size = 0;                       // the size of the version-by-version comparison
   std::map<std::string, double> at_size;  // GFLOP/s at `size`
@@ -501,15 +408,15 @@ GemmResults from_loop_to_kernel(bool quick, uint64_t seed, const Peak& peak, int
                g.at(blocked_n) / g.at(blocked1),
                peak.cores_free ? "" : " (the other cores were busy)");
 
-  BarChart chart{.title = fmt::format("C = A B at n = {}: GFLOP/s of each version", results.size),
-                 .x_label = "GFLOP/s (fastest of repeats)",
-                 .segment_names = {"GFLOP/s"},
-                 .rows = {},
-                 .lines = {{"peak of 1 core", peak.one_thread},
-                           {fmt::format("{} cores", threads), threads * peak.one_thread}},
-                 .value_format = "{:.1f}"};
+  viz::BarChart chart{
+      .title = fmt::format("C = A B at n = {}: GFLOP/s of each version", results.size),
+      .x_label = "GFLOP/s (fastest of repeats)",
+      .segment_names = {"GFLOP/s"},
+      .lines = {{"peak of 1 core", peak.one_thread},
+                {fmt::format("{} cores", threads), threads * peak.one_thread}},
+      .value_format = "{:.1f}"};
   for (const Version& v : all) chart.rows.push_back({v.name, {g.at(v.name)}});
-  viz::write_png(draw_bars(chart), out_dir + kDir + "gemm_versions.png");
+  viz::write_png(viz::bar_chart(chart), out_dir + kDir + "gemm_versions.png");
 
   // (name in the table, shorter name for the legend)
   std::vector<std::pair<std::string, std::string>> plotted = {
@@ -777,14 +684,12 @@ void print_profile(const StepProfile& p) {
 
 // The profile as bars: the largest ops, the rest lumped together, and the time outside the
 // tape; ms per step.
-BarChart profile_chart(const StepProfile& p, size_t shown) {
-  BarChart chart{.title = fmt::format("one training step, d_model {}: {:.1f} ms", p.size.d_model,
-                                      p.profiled_seconds * 1e3),
-                 .x_label = "ms per step",
-                 .segment_names = {"forward", "backward", "outside the tape"},
-                 .rows = {},
-                 .lines = {},
-                 .value_format = "{:.2f}"};
+viz::BarChart profile_chart(const StepProfile& p, size_t shown) {
+  viz::BarChart chart{.title = fmt::format("one training step, d_model {}: {:.1f} ms",
+                                           p.size.d_model, p.profiled_seconds * 1e3),
+                      .x_label = "ms per step",
+                      .segment_names = {"forward", "backward", "outside the tape"},
+                      .value_format = "{:.2f}"};
   double rest_f = 0, rest_b = 0;
   for (size_t i = 0; i < p.ops.size(); ++i) {
     const profile::OpStats& s = p.ops[i];
@@ -826,8 +731,8 @@ std::vector<StepProfile> where_the_time_goes(bool quick, uint64_t seed, const st
                       "({:.2f} ms)",
                       p->size.d_model, tape_seconds(*p) * 1e3, p->profiled_seconds * 1e3));
   }
-  viz::Image left = draw_bars(profile_chart(small, 12), 640);
-  viz::Image right = draw_bars(profile_chart(big, 12), 640);
+  viz::Image left = viz::bar_chart(profile_chart(small, 12), 640);
+  viz::Image right = viz::bar_chart(profile_chart(big, 12), 640);
   viz::Image both(left.width() + right.width(), std::max(left.height(), right.height()));
   both.blit(left, 0, 0);
   both.blit(right, left.width(), 0);
