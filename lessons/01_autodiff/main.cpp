@@ -29,9 +29,9 @@
 #include "autograd/random.h"
 #include "autograd/tensor.h"
 #include "lessons/lesson.h"
-#include "viz/font.h"
 #include "viz/line_plot.h"
 #include "viz/png.h"
+#include "viz/regions.h"
 
 using namespace gf;
 using namespace gf::lessons;
@@ -365,36 +365,15 @@ float accuracy(const Tensor& logits, const IndexTensor& labels) {
 // The plane from -1.2 to 1.2 as a picture: each pixel in a light colour for the class the
 // model predicts there, and the training points on top as dots in the strong colours.
 viz::Image draw_regions(const Mlp& model, const Dataset& data) {
-  const int size = 360, top = 30, margin = 10;  // the plane is size x size pixels
-  const float lo = -1.2f, hi = 1.2f;
-  const viz::Rgb strong[2] = {{31, 119, 180}, {214, 39, 40}};  // class 0 blue, class 1 red
-  std::vector<float> grid;
-  for (int r = 0; r < size; ++r)
-    for (int c = 0; c < size; ++c) {
-      grid.push_back(lo + (hi - lo) * (static_cast<float>(c) + 0.5f) / size);
-      grid.push_back(hi - (hi - lo) * (static_cast<float>(r) + 0.5f) / size);
-    }
+  const viz::RegionsOptions options{.title = "learned regions: class 0 (blue), class 1 (red)"};
+  const std::vector<float> centres = viz::region_pixel_centres(options);
+  const auto pixels = static_cast<int64_t>(centres.size() / 2);
   NoGrad no_grad;  // inference only: no tape
-  const Tensor logits = model(Tensor::from({size * size, 2}, grid));
-  viz::Image image(size + 2 * margin, size + top + margin);
-  for (int i = 0; i < size * size; ++i) {
-    const int guess = logits.data()[2 * i + 1] > logits.data()[2 * i] ? 1 : 0;
-    image.set(margin + i % size, top + i / size, viz::mix(viz::kWhite, strong[guess], 0.25f));
-  }
-  for (int64_t i = 0; i < data.labels.numel(); ++i) {
-    const float px = data.points.data()[2 * i], py = data.points.data()[2 * i + 1];
-    const int x = margin + static_cast<int>((px - lo) / (hi - lo) * size);
-    const int y = top + static_cast<int>((hi - py) / (hi - lo) * size);
-    for (int dy = -2; dy <= 2; ++dy)
-      for (int dx = -2; dx <= 2; ++dx)
-        if (dx * dx + dy * dy <= 5 && x + dx >= margin && x + dx < margin + size && y + dy >= top &&
-            y + dy < top + size)
-          image.set(x + dx, y + dy, strong[data.labels.data()[i]]);
-  }
-  image.stroke_rect(margin - 1, top - 1, size + 2, size + 2, viz::kBlack);
-  viz::draw_text(image, margin, 8, "learned regions: class 0 (blue), class 1 (red)", viz::kBlack, 1,
-                 true);
-  return image;
+  const Tensor logits = model(Tensor::from({pixels, 2}, centres));
+  std::vector<int32_t> classes;
+  for (int64_t i = 0; i < pixels; ++i)
+    classes.push_back(logits.data()[2 * i + 1] > logits.data()[2 * i] ? 1 : 0);
+  return viz::regions(classes, data.points, data.labels, options);
 }
 
 void train_a_small_network(bool quick, uint64_t seed, const std::string& dir, Checks& check) {
