@@ -18,7 +18,6 @@
 #include <cstdint>
 #include <exception>
 #include <limits>
-#include <span>
 #include <string>
 #include <vector>
 
@@ -77,13 +76,6 @@ Words labels_of(const IndexTensor& ids, int64_t b = 0) {
 
 std::string join(const Words& words) {
   return fmt::format("{}", fmt::join(words, " "));
-}
-
-// rows x cols numbers of t, starting at element `offset`, as a heatmap.
-viz::Image heatmap_at(const Tensor& t, int64_t offset, int64_t rows, int64_t cols,
-                      const viz::HeatmapOptions& options) {
-  return viz::heatmap(std::span<const float>(t.data() + offset, static_cast<size_t>(rows * cols)),
-                      rows, cols, options);
 }
 
 // One attention head over token embeddings, without positions: the smallest model whose
@@ -233,20 +225,19 @@ void padding(const Head& head, const std::string& out, Checks& check) {
                                                .value_label = "1 = blocked"})},
                      2, "the padding mask"),
            out + "/padding_mask.png");
-  std::vector<viz::Image> weights;
-  const int64_t offset = length * length;  // sentence 1 in [B, 1, T, S]
-  weights.push_back(heatmap_at(probs_free, offset, length, length,
-                               {.title = "no mask",
-                                .row_labels = words,
-                                .col_labels = words,
-                                .colour_bar = false,
-                                .show_values = true}));
-  weights.push_back(heatmap_at(probs_masked, offset, length, length,
-                               {.title = "padding mask",
-                                .row_labels = words,
-                                .col_labels = words,
-                                .value_label = "attention weight",
-                                .show_values = true}));
+  std::vector<viz::Image> weights;  // sentence 1's: matrix 1 of [B, 1, T, S]
+  weights.push_back(viz::heatmap(probs_free, 1,
+                                 {.title = "no mask",
+                                  .row_labels = words,
+                                  .col_labels = words,
+                                  .colour_bar = false,
+                                  .show_values = true}));
+  weights.push_back(viz::heatmap(probs_masked, 1,
+                                 {.title = "padding mask",
+                                  .row_labels = words,
+                                  .col_labels = words,
+                                  .value_label = "attention weight",
+                                  .show_values = true}));
   save_png(viz::grid(weights, 2, "sentence 1: attention weights"), out + "/padding_attention.png");
 }
 
@@ -404,7 +395,7 @@ void look_ahead(const Head& head, Transformer& model, const std::string& out, Ch
   m3.colour_bar = true;
   m3.value_label = "1 = blocked";
   save_png(viz::grid({viz::heatmap(ahead.view({7, 7}), m1), viz::heatmap(pad_rows, m2),
-                      heatmap_at(combined, 49, 7, 7, m3)},
+                      viz::heatmap(combined, 1, m3)},
                      3, "the decoder's mask for a padded target"),
            out + "/target_mask.png");
 }
