@@ -38,10 +38,6 @@ using namespace gf::lessons;
 
 namespace {
 
-bool close(double x, double y, double rtol) {
-  return std::abs(x - y) <= rtol * std::max(std::abs(x), std::abs(y)) + 1e-12;
-}
-
 // ---- 1. Tensors, shapes and broadcasting ----
 
 void tensors(Checks& check) {
@@ -110,6 +106,11 @@ HandResult chain_rule_by_hand() {
 }
 
 // ---- 3. The same numbers from backward() ----
+
+// Whether x and y agree to a relative tolerance rtol (and 1e-12 absolute, for zeros).
+bool close(double x, double y, double rtol) {
+  return std::abs(x - y) <= rtol * std::max(std::abs(x), std::abs(y)) + 1e-12;
+}
 
 void same_numbers_from_backward(const HandResult& hand, Checks& check) {
   banner("3. The same numbers from backward()");
