@@ -38,8 +38,6 @@ using namespace gf::lessons;
 
 namespace {
 
-constexpr viz::Rgb kGrey{140, 140, 140};
-
 // ---- 1. A soft dictionary lookup ----
 
 void soft_lookup(Checks& check) {
@@ -218,49 +216,6 @@ struct Rows {
   std::vector<double> largest, entropy, grad;
 };
 
-void softmax_rows(const Tensor& logits, const Tensor& upstream, Rows& rows) {
-  // [snippet: gradient-at-scores]
-  Tensor x = logits.clone().set_requires_grad();  // [N, n], a leaf: backward() fills x.grad()
-  const Tensor weights = softmax(x);              // [N, n]
-  weights.backward(upstream);      // upstream = dL/dweights: random, the same for both cases
-  const Tensor grad_x = x.grad();  // dL/dx_i = w_i (g_i - sum_j g_j w_j)
-  // [/snippet]
-  const int64_t n = x.dim(1);
-  for (int64_t r = 0; r < x.dim(0); ++r) {
-    const float* w = weights.data() + r * n;
-    const float* g = grad_x.data() + r * n;
-    double largest = 0, entropy = 0, squares = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      largest = std::max(largest, static_cast<double>(w[i]));
-      if (w[i] > 0) entropy -= w[i] * std::log2(static_cast<double>(w[i]));
-      squares += static_cast<double>(g[i]) * g[i];
-    }
-    rows.largest.push_back(largest);
-    rows.entropy.push_back(entropy);
-    rows.grad.push_back(std::sqrt(squares));
-  }
-}
-
-// |dL/dq| per query, for q [N, 1, K] against keys [N, n, K], with or without the scale: the
-// gradient that goes on to the query projection W^Q.
-void grad_q_rows(const Tensor& q, const Tensor& keys, const Tensor& upstream, bool scaled,
-                 std::vector<double>& norms) {
-  Tensor leaf = q.clone().set_requires_grad();
-  Tensor scores = matmul(leaf, transpose(keys, -1, -2));  // [N, 1, n]
-  if (scaled) scores = scores * (1.0f / std::sqrt(static_cast<float>(q.dim(-1))));
-  softmax(scores).backward(reshape(upstream, scores.shape()));
-  const int64_t d_k = q.dim(-1);
-  const Tensor grad_q = leaf.grad();  // [N, 1, K]
-  for (int64_t r = 0; r < q.dim(0); ++r) {
-    double squares = 0;
-    for (int64_t i = 0; i < d_k; ++i) {
-      const double g = grad_q.data()[r * d_k + i];
-      squares += g * g;
-    }
-    norms.push_back(std::sqrt(squares));
-  }
-}
-
 double mean_of(const std::vector<double>& v) {
   double total = 0;
   for (const double x : v) total += x;
@@ -272,6 +227,12 @@ double share_below(const std::vector<double>& v, double limit) {
              std::count_if(v.begin(), v.end(), [&](double x) { return x < limit; })) /
          static_cast<double>(v.size());
 }
+
+// What one softmax passes back, to its input (the scores) and on to the query: measure() draws
+// the scores, these two, defined below it, measure the gradients.
+void softmax_rows(const Tensor& logits, const Tensor& upstream, Rows& rows);
+void grad_q_rows(const Tensor& q, const Tensor& keys, const Tensor& upstream, bool scaled,
+                 std::vector<double>& norms);
 
 Measurement measure(int64_t d_k, int64_t trials, int64_t n, uint64_t seed) {
   Rng rng(seed * 1000 + static_cast<uint64_t>(d_k));
@@ -317,11 +278,53 @@ Measurement measure(int64_t d_k, int64_t trials, int64_t n, uint64_t seed) {
           .grad_q_scaled = median(grad_q_scaled)};
 }
 
-void why_the_scale(bool quick, uint64_t seed, const std::string& out_dir, Checks& check) {
-  banner("3. Why divide by sqrt(d_k)");
-  // Is footnote 4's unit variance realistic? MultiHeadAttention projects d_model = 512 inputs
-  // with a 512 x 512 nn::Linear (Xavier uniform, variance 2 / (512 + 512)), so each query
-  // component sums 512 terms of variance 1/512: about 1 again, for unit-variance inputs.
+void softmax_rows(const Tensor& logits, const Tensor& upstream, Rows& rows) {
+  // [snippet: gradient-at-scores]
+  Tensor x = logits.clone().set_requires_grad();  // [N, n], a leaf: backward() fills x.grad()
+  const Tensor weights = softmax(x);              // [N, n]
+  weights.backward(upstream);      // upstream = dL/dweights: random, the same for both cases
+  const Tensor grad_x = x.grad();  // dL/dx_i = w_i (g_i - sum_j g_j w_j)
+  // [/snippet]
+  const int64_t n = x.dim(1);
+  for (int64_t r = 0; r < x.dim(0); ++r) {
+    const float* w = weights.data() + r * n;
+    const float* g = grad_x.data() + r * n;
+    double largest = 0, entropy = 0, squares = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      largest = std::max(largest, static_cast<double>(w[i]));
+      if (w[i] > 0) entropy -= w[i] * std::log2(static_cast<double>(w[i]));
+      squares += static_cast<double>(g[i]) * g[i];
+    }
+    rows.largest.push_back(largest);
+    rows.entropy.push_back(entropy);
+    rows.grad.push_back(std::sqrt(squares));
+  }
+}
+
+// |dL/dq| per query, for q [N, 1, K] against keys [N, n, K], with or without the scale: the
+// gradient that goes on to the query projection W^Q.
+void grad_q_rows(const Tensor& q, const Tensor& keys, const Tensor& upstream, bool scaled,
+                 std::vector<double>& norms) {
+  Tensor leaf = q.clone().set_requires_grad();
+  Tensor scores = matmul(leaf, transpose(keys, -1, -2));  // [N, 1, n]
+  if (scaled) scores = scores * (1.0f / std::sqrt(static_cast<float>(q.dim(-1))));
+  softmax(scores).backward(reshape(upstream, scores.shape()));
+  const int64_t d_k = q.dim(-1);
+  const Tensor grad_q = leaf.grad();  // [N, 1, K]
+  for (int64_t r = 0; r < q.dim(0); ++r) {
+    double squares = 0;
+    for (int64_t i = 0; i < d_k; ++i) {
+      const double g = grad_q.data()[r * d_k + i];
+      squares += g * g;
+    }
+    norms.push_back(std::sqrt(squares));
+  }
+}
+
+// Is footnote 4's unit variance realistic? MultiHeadAttention projects d_model = 512 inputs
+// with a 512 x 512 nn::Linear (Xavier uniform, variance 2 / (512 + 512)), so each query
+// component sums 512 terms of variance 1/512: about 1 again, for unit-variance inputs.
+void projected_query_variance(uint64_t seed, Checks& check) {
   Rng init_rng(seed);
   const nn::Linear w_q(512, 512, init_rng);
   const Tensor projected = w_q.forward(Tensor::randn({64, 512}, init_rng));  // [64, 512]
@@ -333,15 +336,9 @@ void why_the_scale(bool quick, uint64_t seed, const std::string& out_dir, Checks
   check(std::abs(projected_var - 1.0f) < 0.1f,
         "at initialisation, projected queries have unit-variance components, as footnote 4 "
         "assumes");
-  const int64_t trials = quick ? 200 : 2000, n = 16;
-  std::vector<Measurement> rows;
-  const auto start = std::chrono::steady_clock::now();
-  for (int64_t d_k = 4; d_k <= 1024; d_k *= 2) rows.push_back(measure(d_k, trials, n, seed));
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  fmt::print("\n  {} random queries per d_k, each against n = {} random keys ({:.2f} s)\n\n",
-             trials, n, seconds);
+}
 
+void print_measurements(const std::vector<Measurement>& rows) {
   fmt::print("  {:5}   {:^18}   {:^19}   {:>18}\n", "", "variance of scores", "mean largest weight",
              "entropy (bits)");
   fmt::print("  {:>5}   {:>9}{:>9}   {:>10}{:>9}   {:>9}{:>9}\n", "d_k", "unscaled", "scaled",
@@ -361,8 +358,12 @@ void why_the_scale(bool quick, uint64_t seed, const std::string& out_dir, Checks
         m.d_k, m.grad_raw, m.grad_scaled, m.mean_grad_raw, m.mean_grad_scaled, 100 * m.stalled_raw,
         100 * m.stalled_scaled, m.grad_q_raw, m.grad_q_scaled);
   fmt::print("\n");
+}
 
-  // The curves, against log2(d_k) so that each doubling of d_k is one step to the right.
+// The curves, against log2(d_k) so that each doubling of d_k is one step to the right.
+void plot_measurements(const std::vector<Measurement>& rows, int64_t n,
+                       const std::string& out_dir) {
+  constexpr viz::Rgb kGrey{140, 140, 140};
   std::vector<float> xs;
   for (const Measurement& m : rows) xs.push_back(std::log2(static_cast<float>(m.d_k)));
   const auto series = [&](const char* name, double Measurement::*field) {
@@ -401,8 +402,10 @@ void why_the_scale(bool quick, uint64_t seed, const std::string& out_dir, Checks
                                      at_q)},
                      2, "The gradient that gets back through the softmax", 30),
            out_dir + "/gradient.png");
+}
 
-  // The claims, each measured at every d_k (the tolerances allow for --quick's fewer trials).
+// The claims, each measured at every d_k (the tolerances allow for --quick's fewer trials).
+void check_measurements(const std::vector<Measurement>& rows, bool quick, Checks& check) {
   const double tolerance = quick ? 0.2 : 0.1;
   bool var_matches = true;
   double max_lo = 1, max_hi = 0, grad_lo = 1e30, grad_hi = 0, grad_q_lo = 1e30, grad_q_hi = 0;
@@ -447,6 +450,20 @@ void why_the_scale(bool quick, uint64_t seed, const std::string& out_dir, Checks
   check(grad_q_hi / grad_q_lo < 1.5 && last.grad_q_raw < last.grad_q_scaled / fall_at_q,
         fmt::format("at q, scaled stays within a factor {:.2f}; unscaled ends {:.0f}x below it",
                     grad_q_hi / grad_q_lo, last.grad_q_scaled / last.grad_q_raw));
+}
+
+void why_the_scale(bool quick, uint64_t seed, const std::string& out_dir, Checks& check) {
+  banner("3. Why divide by sqrt(d_k)");
+  projected_query_variance(seed, check);
+  const int64_t trials = quick ? 200 : 2000, n = 16;
+  std::vector<Measurement> rows;
+  const auto start = std::chrono::steady_clock::now();
+  for (int64_t d_k = 4; d_k <= 1024; d_k *= 2) rows.push_back(measure(d_k, trials, n, seed));
+  fmt::print("\n  {} random queries per d_k, each against n = {} random keys ({:.2f} s)\n\n",
+             trials, n, seconds_since(start));
+  print_measurements(rows);
+  plot_measurements(rows, n, out_dir);
+  check_measurements(rows, quick, check);
 }
 
 // ---- 4. A saturated softmax, seen ----
