@@ -60,26 +60,8 @@ namespace {
 const std::string kDir = "/11_making_it_fast/";
 using Clock = std::chrono::steady_clock;
 
-// The fastest time of f() over enough calls for about `budget` seconds (at least 3), after
-// one warm-up call that fills the caches and the kernels' packing buffers. The fastest, not
-// the median: on a machine shared with other programs it is the run they disturbed least.
-double best_seconds(const std::function<void()>& f, double budget = 0.15) {
-  auto start = Clock::now();
-  f();
-  const double first = seconds_since(start);
-  const int reps = std::clamp(static_cast<int>(budget / std::max(first, 1e-9)), 3, 200);
-  double best = first;
-  for (int r = 0; r < reps; ++r) {
-    start = Clock::now();
-    f();
-    best = std::min(best, seconds_since(start));
-  }
-  return best;
-}
-
-std::string threads_label(int threads) {
-  return fmt::format("{} thread{}", threads, threads == 1 ? "" : "s");
-}
+// The fastest of repeated calls of f() (sections 2 and 4; defined below them).
+double best_seconds(const std::function<void()>& f, double budget = 0.15);
 
 // ---- 1. The machine's peak ----
 
@@ -303,24 +285,23 @@ struct GemmResults {
   std::map<std::string, std::vector<double>> sweep_sizes, sweep_gflops;
 };
 
-GemmResults from_loop_to_kernel(bool quick, uint64_t seed, const Peak& peak, int threads,
-                                const std::string& out_dir, Checks& check) {
-  banner("2. From the triple loop to the blocked kernel");
-  GemmResults results;
-  results.size = quick ? 128 : 512;
-  const std::vector<int64_t> sizes =
-      quick ? std::vector<int64_t>{64, 128} : std::vector<int64_t>{64, 128, 256, 512, 1024};
-  const std::vector<Version> all = versions(threads);
-  for (const Version& v : all) results.order.push_back(v.name);
-  Rng rng(seed);
+// What timing every version at every size gives besides the rates in GemmResults.
+struct Sweep {
+  float worst_error = 0.0f;  // of any product against the reference
+  double worst_vs_peak = 0;  // the largest GFLOP/s / (threads x one core's peak)
+  std::map<std::string, std::vector<float>> products_at_size{};  // C of the lesson's loops
+};
+
+// Times every version at every size on random A and B, after checking its product, and prints
+// the table of GFLOP/s; the rates go to results.
+Sweep time_versions(const std::vector<Version>& all, const std::vector<int64_t>& sizes,
+                    const Peak& peak, int threads, Rng& rng, GemmResults& results, Checks& check) {
   fmt::print("  GFLOP/s (2 n^3 / fastest time), C = A B, A and B uniform in [-1, 1]\n");
   fmt::print("  {:>28}", "n");
   for (int64_t n : sizes) fmt::print(" {:>8}", n);
   fmt::print("\n");
   std::map<std::string, std::vector<std::string>> cells;
-  float worst_error = 0.0f;
-  std::map<std::string, std::vector<float>> products_at_size;
-  double worst_vs_peak = 0;  // the largest GFLOP/s / (threads x one core's peak)
+  Sweep sweep;
   for (int64_t n : sizes) {
     const auto count = static_cast<size_t>(n * n);
     std::vector<float> a(count), b(count), c(count), reference(count);
@@ -341,8 +322,8 @@ GemmResults from_loop_to_kernel(bool quick, uint64_t seed, const Peak& peak, int
       std::fill(c.begin(), c.end(), 0.0f);
       v.run(a.data(), b.data(), c.data(), n);
       const float error = max_abs_diff(c, reference);
-      worst_error = std::max(worst_error, error);
-      if (n == results.size && v.lesson_loop) products_at_size[v.name] = c;
+      sweep.worst_error = std::max(sweep.worst_error, error);
+      if (n == results.size && v.lesson_loop) sweep.products_at_size[v.name] = c;
       if (!(error <= 1e-5f * static_cast<float>(n))) {
         check(false, fmt::format("{} matches the reference at n = {} (max diff {:.1e})", v.name, n,
                                  error));
@@ -353,7 +334,7 @@ GemmResults from_loop_to_kernel(bool quick, uint64_t seed, const Peak& peak, int
       results.sweep_sizes[v.name].push_back(static_cast<double>(n));
       results.sweep_gflops[v.name].push_back(gflops);
       if (n == results.size) results.at_size[v.name] = gflops;
-      worst_vs_peak = std::max(worst_vs_peak, gflops / (v.threads * peak.one_thread));
+      sweep.worst_vs_peak = std::max(sweep.worst_vs_peak, gflops / (v.threads * peak.one_thread));
       cells[v.name].push_back(fmt::format("{:.1f}", gflops));
     }
   }
@@ -363,51 +344,16 @@ GemmResults from_loop_to_kernel(bool quick, uint64_t seed, const Peak& peak, int
     for (const std::string& cell : cells[v.name]) fmt::print(" {:>8}", cell);
     fmt::print("\n");
   }
-  fmt::print("  peak: {:.1f} GFLOP/s on 1 core, at most {:.1f} on {}\n", peak.one_thread,
-             threads * peak.one_thread, threads);
-  // Two cores cannot do more than twice what one does at its best. But the peak is measured
-  // at one moment and the GEMMs at another: if another program held the core while the peak
-  // was measured (and --quick takes the best of only 4 trials), the peak comes out low and a
-  // GEMM run on a free core can beat it. So this is a claim about timings, like the others.
-  // Not under an emulator, whose time goes to translating instructions, not to the CPU's units.
-  const std::string bound =
-      fmt::format("no version beats its thread count times one core's peak (the closest: {:.0f}%)",
-                  100 * worst_vs_peak);
-  if (running_under_emulator())
-    fmt::print("  [--] {} (not checked: the program runs under an emulator)\n", bound);
-  else
-    check.timing(worst_vs_peak <= 1.05, bound);
-  check(worst_error <= 1e-5f * static_cast<float>(sizes.back()),
-        fmt::format("every version computes the same product (max |diff| {:.1e} against the "
-                    "naive loop, or the blocked kernel at n > 512)",
-                    worst_error));
+  return sweep;
+}
 
-  // The three reorderings do the same fused multiply-adds in the same order of k, so they
-  // agree to the bit; the naive loop's compiled code rounds each product before adding it.
-  const auto& ikj = products_at_size.at(all[1].name);
-  check(ikj == products_at_size.at(all[2].name) && ikj == products_at_size.at(all[3].name),
-        fmt::format("at n = {}, i-k-j, tiles and the register tile give the same bits ({:.1e} "
-                    "from the naive loop)",
-                    results.size, max_abs_diff(ikj, products_at_size.at(all[0].name))));
+// The pictures: each version's GFLOP/s at the comparison size against the peak, as bars, and
+// the rates of the main versions against the size.
+void draw_versions(const std::vector<Version>& all, GemmResults results,
+                   const std::vector<int64_t>& sizes, const Peak& peak, int threads,
+                   const std::string& out_dir) {
   const auto& g = results.at_size;
-  const std::string blocked1 = all[4].name, blocked_n = all[5].name;
-  const double speedup = g.at(blocked1) / g.at("naive i-j-k");
-  check.timing(speedup >= 10.0,
-               fmt::format("at n = {} the blocked kernel on one thread is {:.0f}x the "
-                           "naive loop (at least 10x)",
-                           results.size, speedup));
-  check.timing(g.at("loop order i-k-j") > g.at("naive i-j-k"),
-               fmt::format("swapping the loops alone is faster: {:.1f} against {:.1f} GFLOP/s",
-                           g.at("loop order i-k-j"), g.at("naive i-j-k")));
-  fmt::print("  blocked on one thread reaches {:.0f}% of the one-thread peak\n",
-             100.0 * g.at(blocked1) / peak.one_thread);
-  // Not a check: whether a second thread pays depends on the size and on whether another
-  // program needs that core at that moment, which no run controls on a shared machine.
-  if (threads >= 2)
-    fmt::print("  {} threads against one at n = {}: {:.2f}x{}\n", threads, results.size,
-               g.at(blocked_n) / g.at(blocked1),
-               peak.cores_free ? "" : " (the other cores were busy)");
-
+  const std::string blocked_n = all[5].name;
   viz::BarChart chart{
       .title = fmt::format("C = A B at n = {}: GFLOP/s of each version", results.size),
       .x_label = "GFLOP/s (fastest of repeats)",
@@ -447,6 +393,66 @@ GemmResults from_loop_to_kernel(bool quick, uint64_t seed, const Peak& peak, int
                                          .width = 760,
                                          .height = 460}),
                  out_dir + kDir + "gemm_sizes.png");
+}
+
+GemmResults from_loop_to_kernel(bool quick, uint64_t seed, const Peak& peak, int threads,
+                                const std::string& out_dir, Checks& check) {
+  banner("2. From the triple loop to the blocked kernel");
+  GemmResults results;
+  results.size = quick ? 128 : 512;
+  const std::vector<int64_t> sizes =
+      quick ? std::vector<int64_t>{64, 128} : std::vector<int64_t>{64, 128, 256, 512, 1024};
+  const std::vector<Version> all = versions(threads);
+  for (const Version& v : all) results.order.push_back(v.name);
+  Rng rng(seed);
+  const Sweep sweep = time_versions(all, sizes, peak, threads, rng, results, check);
+  fmt::print("  peak: {:.1f} GFLOP/s on 1 core, at most {:.1f} on {}\n", peak.one_thread,
+             threads * peak.one_thread, threads);
+  // Two cores cannot do more than twice what one does at its best. But the peak is measured
+  // at one moment and the GEMMs at another: if another program held the core while the peak
+  // was measured (and --quick takes the best of only 4 trials), the peak comes out low and a
+  // GEMM run on a free core can beat it. So this is a claim about timings, like the others.
+  // Not under an emulator, whose time goes to translating instructions, not to the CPU's units.
+  const std::string bound =
+      fmt::format("no version beats its thread count times one core's peak (the closest: {:.0f}%)",
+                  100 * sweep.worst_vs_peak);
+  if (running_under_emulator())
+    fmt::print("  [--] {} (not checked: the program runs under an emulator)\n", bound);
+  else
+    check.timing(sweep.worst_vs_peak <= 1.05, bound);
+  check(sweep.worst_error <= 1e-5f * static_cast<float>(sizes.back()),
+        fmt::format("every version computes the same product (max |diff| {:.1e} against the "
+                    "naive loop, or the blocked kernel at n > 512)",
+                    sweep.worst_error));
+
+  // The three reorderings do the same fused multiply-adds in the same order of k, so they
+  // agree to the bit; the naive loop's compiled code rounds each product before adding it.
+  const auto& ikj = sweep.products_at_size.at(all[1].name);
+  check(ikj == sweep.products_at_size.at(all[2].name) &&
+            ikj == sweep.products_at_size.at(all[3].name),
+        fmt::format("at n = {}, i-k-j, tiles and the register tile give the same bits ({:.1e} "
+                    "from the naive loop)",
+                    results.size, max_abs_diff(ikj, sweep.products_at_size.at(all[0].name))));
+  const auto& g = results.at_size;
+  const std::string blocked1 = all[4].name, blocked_n = all[5].name;
+  const double speedup = g.at(blocked1) / g.at("naive i-j-k");
+  check.timing(speedup >= 10.0,
+               fmt::format("at n = {} the blocked kernel on one thread is {:.0f}x the "
+                           "naive loop (at least 10x)",
+                           results.size, speedup));
+  check.timing(g.at("loop order i-k-j") > g.at("naive i-j-k"),
+               fmt::format("swapping the loops alone is faster: {:.1f} against {:.1f} GFLOP/s",
+                           g.at("loop order i-k-j"), g.at("naive i-j-k")));
+  fmt::print("  blocked on one thread reaches {:.0f}% of the one-thread peak\n",
+             100.0 * g.at(blocked1) / peak.one_thread);
+  // Not a check: whether a second thread pays depends on the size and on whether another
+  // program needs that core at that moment, which no run controls on a shared machine.
+  if (threads >= 2)
+    fmt::print("  {} threads against one at n = {}: {:.2f}x{}\n", threads, results.size,
+               g.at(blocked_n) / g.at(blocked1),
+               peak.cores_free ? "" : " (the other cores were busy)");
+
+  draw_versions(all, results, sizes, peak, threads, out_dir);
   return results;
 }
 
@@ -742,6 +748,11 @@ std::vector<StepProfile> where_the_time_goes(bool quick, uint64_t seed, const st
 
 // ---- 4. Why small models run below the GEMM's speed ----
 
+// "1 thread", "2 threads".
+std::string threads_label(int threads) {
+  return fmt::format("{} thread{}", threads, threads == 1 ? "" : "s");
+}
+
 // [snippet: fixed-cost]
 // The cost of an op that does no arithmetic worth the name: 1000 adds of one-element
 // tensors, recorded on the tape and differentiated. What remains is the fixed cost of an op
@@ -770,27 +781,18 @@ double gemm_gflops(int64_t m, int64_t n, int64_t k, Rng& rng) {
 }
 // [/snippet]
 
-// `peak` is the multiply-add peak of the threads the models ran on (model_threads x one core's).
-void below_gemm_speed(uint64_t seed, const std::vector<StepProfile>& profiles,
-                      double gemm_gflops_large, int64_t gemm_size, double peak, int model_threads,
-                      const std::string& out_dir, Checks& check) {
-  banner("4. Why small models run below the GEMM's speed");
-  const double per_op = fixed_seconds_per_op();
-  fmt::print(
-      "  fixed cost of one op on the tape, forward and backward, on a 1-element tensor: "
-      "{:.2f} us\n",
-      per_op * 1e6);
-  Rng rng(seed + 2);
-  const double projection = gemm_gflops(704, 64, 64, rng);
-  const double ffn = gemm_gflops(704, 256, 64, rng);
-  const double head = gemm_gflops(11, 11, 16, rng);
-  fmt::print("  one GEMM at the d_model 64 model's shapes (704 = 64 sequences x 11 tokens):\n");
-  fmt::print("    [704, 64] x [64, 64]   (q, k, v, o projections) {:7.1f} GFLOP/s\n", projection);
-  fmt::print("    [704, 64] x [64, 256]  (FFN, first layer)       {:7.1f} GFLOP/s\n", ffn);
-  fmt::print("    [11, 16] x [16, 11]    (Q K^T of one head)      {:7.1f} GFLOP/s\n", head);
-  fmt::print("    [{0}, {0}] x [{0}, {0}] (the benchmark of section 2) {1:7.1f} GFLOP/s\n\n",
-             gemm_size, gemm_gflops_large);
+// What each profiled model's step achieves, per model (rows in d_model order): GFLOP/s of the
+// whole step and of its linear and attention ops, and the shares of the step's time.
+struct StepRates {
+  std::vector<float> ds{};                                                             // d_model
+  std::vector<float> step_rate{}, linear_rate{}, attention_rate{}, bench_line{};       // GFLOP/s
+  std::vector<float> linear_share{}, attention_share{}, other_share{}, fixed_share{};  // %
+};
 
+// Prints them as a table; per_op is the fixed cost of one op on the tape, and the large GEMM's
+// rate is drawn beside them.
+StepRates step_rates(const std::vector<StepProfile>& profiles, double per_op,
+                     double gemm_gflops_large) {
   // Every column comes from the profiled steps (their mean), so that the rates and shares
   // of one row are measured on the same steps.
   fmt::print("  the profiled steps of each model (mean):\n");
@@ -819,20 +821,91 @@ void below_gemm_speed(uint64_t seed, const std::vector<StepProfile>& profiles,
         step_rate.back(), linear_rate.back(), attention_rate.back(), linear_share.back(),
         attention_share.back(), fixed_share.back());
   }
+  return {.ds = ds,
+          .step_rate = step_rate,
+          .linear_rate = linear_rate,
+          .attention_rate = attention_rate,
+          .bench_line = bench_line,
+          .linear_share = linear_share,
+          .attention_share = attention_share,
+          .other_share = other_share,
+          .fixed_share = fixed_share};
+}
+
+// The pictures: the GFLOP/s of each model's step against the GEMM's and the peak, and where
+// the time of a step goes.
+void draw_step_rates(const StepRates& r, int64_t gemm_size, double peak, int model_threads,
+                     const std::string& out_dir) {
+  viz::write_png(
+      viz::line_plot(
+          {{.name = "whole training step", .xs = r.ds, .ys = r.step_rate},
+           {.name = "linear ops", .xs = r.ds, .ys = r.linear_rate},
+           {.name = "attention ops", .xs = r.ds, .ys = r.attention_rate},
+           {.name = fmt::format("one {0} x {0} GEMM", gemm_size),
+            .xs = r.ds,
+            .ys = r.bench_line,
+            .colour = viz::Rgb{120, 120, 120}},
+           {.name = fmt::format("{} peak, {}", kMultiplyAdd, threads_label(model_threads)),
+            .xs = {r.ds.front(), r.ds.back()},
+            .ys = {static_cast<float>(peak), static_cast<float>(peak)},
+            .colour = viz::Rgb{60, 60, 60}}},
+          {.title = "GEMM GFLOP/s achieved inside a training step",
+           .x_label = "d_model (d_ff = 4 d_model)",
+           .y_label = "GFLOP/s",
+           .log_y = true,
+           .width = 760,
+           .height = 460}),
+      out_dir + kDir + "step_gflops.png");
+  viz::write_png(viz::line_plot({{.name = "linear", .xs = r.ds, .ys = r.linear_share},
+                                 {.name = "attention", .xs = r.ds, .ys = r.attention_share},
+                                 {.name = "the rest", .xs = r.ds, .ys = r.other_share},
+                                 {.name = "tape bookkeeping", .xs = r.ds, .ys = r.fixed_share}},
+                                {.title = "Where the time of a training step goes",
+                                 .x_label = "d_model",
+                                 .y_label = "% of step time",
+                                 .log_y = false,
+                                 .width = 760,
+                                 .height = 460}),
+                 out_dir + kDir + "time_shares.png");
+}
+
+// `peak` is the multiply-add peak of the threads the models ran on (model_threads x one core's).
+void below_gemm_speed(uint64_t seed, const std::vector<StepProfile>& profiles,
+                      double gemm_gflops_large, int64_t gemm_size, double peak, int model_threads,
+                      const std::string& out_dir, Checks& check) {
+  banner("4. Why small models run below the GEMM's speed");
+  const double per_op = fixed_seconds_per_op();
+  fmt::print(
+      "  fixed cost of one op on the tape, forward and backward, on a 1-element tensor: "
+      "{:.2f} us\n",
+      per_op * 1e6);
+  Rng rng(seed + 2);
+  const double projection = gemm_gflops(704, 64, 64, rng);
+  const double ffn = gemm_gflops(704, 256, 64, rng);
+  const double head = gemm_gflops(11, 11, 16, rng);
+  fmt::print("  one GEMM at the d_model 64 model's shapes (704 = 64 sequences x 11 tokens):\n");
+  fmt::print("    [704, 64] x [64, 64]   (q, k, v, o projections) {:7.1f} GFLOP/s\n", projection);
+  fmt::print("    [704, 64] x [64, 256]  (FFN, first layer)       {:7.1f} GFLOP/s\n", ffn);
+  fmt::print("    [11, 16] x [16, 11]    (Q K^T of one head)      {:7.1f} GFLOP/s\n", head);
+  fmt::print("    [{0}, {0}] x [{0}, {0}] (the benchmark of section 2) {1:7.1f} GFLOP/s\n\n",
+             gemm_size, gemm_gflops_large);
+
+  const StepRates r = step_rates(profiles, per_op, gemm_gflops_large);
   const size_t small = 1, big = bigger_model(profiles);
   // Against the peak, not against one large GEMM: the large GEMM's rate on two threads is the
   // number a shared machine moves most, while a busy machine only makes the step slower.
+  check.timing(r.step_rate[small] < 0.5 * peak,
+               fmt::format("a d_model 64 training step computes at {:.1f} GFLOP/s, {:.0f}% of the "
+                           "peak of {}: under half",
+                           r.step_rate[small], 100 * r.step_rate[small] / peak,
+                           threads_label(model_threads)));
   check.timing(
-      step_rate[small] < 0.5 * peak,
-      fmt::format("a d_model 64 training step computes at {:.1f} GFLOP/s, {:.0f}% of the "
-                  "peak of {}: under half",
-                  step_rate[small], 100 * step_rate[small] / peak, threads_label(model_threads)));
-  check.timing(
-      head < 0.25 * gemm_gflops_large && attention_rate[small] < 0.25 * gemm_gflops_large,
+      head < 0.25 * gemm_gflops_large && r.attention_rate[small] < 0.25 * gemm_gflops_large,
       fmt::format("attention's products are tiny and slow: one head's Q K^T runs at {:.0f}% of "
                   "the large GEMM's rate, the step's attention ops at {:.0f}%",
-                  100 * head / gemm_gflops_large, 100 * attention_rate[small] / gemm_gflops_large));
-  const double fixed_max = *std::max_element(fixed_share.begin(), fixed_share.end());
+                  100 * head / gemm_gflops_large,
+                  100 * r.attention_rate[small] / gemm_gflops_large));
+  const double fixed_max = *std::max_element(r.fixed_share.begin(), r.fixed_share.end());
   check.timing(
       fixed_max < 10.0,
       fmt::format("the tape's own bookkeeping (nodes x fixed cost per op) is under 10% of a "
@@ -844,45 +917,15 @@ void below_gemm_speed(uint64_t seed, const std::vector<StepProfile>& profiles,
   // linear ops' 16x.
   const float shrink = profiles[big].size.d_model >= 256 ? 0.75f : 1.0f;  // quick: d 128
   check.timing(
-      attention_share[big] < shrink * attention_share[small],
+      r.attention_share[big] < shrink * r.attention_share[small],
       fmt::format("the small products' share shrinks as the model grows: attention is "
                   "{:.0f}% of a step at d_model 64 and {:.0f}% at {}",
-                  attention_share[small], attention_share[big], profiles[big].size.d_model));
-  check.timing(step_rate[big] > step_rate[small],
+                  r.attention_share[small], r.attention_share[big], profiles[big].size.d_model));
+  check.timing(r.step_rate[big] > r.step_rate[small],
                fmt::format("and the step's GFLOP/s grows: {:.1f}x from d_model 64 to {}",
-                           step_rate[big] / step_rate[small], profiles[big].size.d_model));
+                           r.step_rate[big] / r.step_rate[small], profiles[big].size.d_model));
 
-  viz::write_png(
-      viz::line_plot(
-          {{.name = "whole training step", .xs = ds, .ys = step_rate},
-           {.name = "linear ops", .xs = ds, .ys = linear_rate},
-           {.name = "attention ops", .xs = ds, .ys = attention_rate},
-           {.name = fmt::format("one {0} x {0} GEMM", gemm_size),
-            .xs = ds,
-            .ys = bench_line,
-            .colour = viz::Rgb{120, 120, 120}},
-           {.name = fmt::format("{} peak, {}", kMultiplyAdd, threads_label(model_threads)),
-            .xs = {ds.front(), ds.back()},
-            .ys = {static_cast<float>(peak), static_cast<float>(peak)},
-            .colour = viz::Rgb{60, 60, 60}}},
-          {.title = "GEMM GFLOP/s achieved inside a training step",
-           .x_label = "d_model (d_ff = 4 d_model)",
-           .y_label = "GFLOP/s",
-           .log_y = true,
-           .width = 760,
-           .height = 460}),
-      out_dir + kDir + "step_gflops.png");
-  viz::write_png(viz::line_plot({{.name = "linear", .xs = ds, .ys = linear_share},
-                                 {.name = "attention", .xs = ds, .ys = attention_share},
-                                 {.name = "the rest", .xs = ds, .ys = other_share},
-                                 {.name = "tape bookkeeping", .xs = ds, .ys = fixed_share}},
-                                {.title = "Where the time of a training step goes",
-                                 .x_label = "d_model",
-                                 .y_label = "% of step time",
-                                 .log_y = false,
-                                 .width = 760,
-                                 .height = 460}),
-                 out_dir + kDir + "time_shares.png");
+  draw_step_rates(r, gemm_size, peak, model_threads, out_dir);
 }
 
 // [snippet: hand-off]
@@ -956,6 +999,25 @@ void parallel_loops(bool quick, uint64_t seed, int threads, Checks& check) {
   check(first.weight_bits == one.weight_bits,
         fmt::format("{} and 1 thread end with the same bits in every weight",
                     threads_label(threads)));
+}
+
+// ---- Timing, for sections 2 and 4 ----
+
+// The fastest time of f() over enough calls for about `budget` seconds (at least 3), after
+// one warm-up call that fills the caches and the kernels' packing buffers. The fastest, not
+// the median: on a machine shared with other programs it is the run they disturbed least.
+double best_seconds(const std::function<void()>& f, double budget) {
+  auto start = Clock::now();
+  f();
+  const double first = seconds_since(start);
+  const int reps = std::clamp(static_cast<int>(budget / std::max(first, 1e-9)), 3, 200);
+  double best = first;
+  for (int r = 0; r < reps; ++r) {
+    start = Clock::now();
+    f();
+    best = std::min(best, seconds_since(start));
+  }
+  return best;
 }
 
 }  // namespace
