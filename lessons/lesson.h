@@ -1,4 +1,5 @@
-// What every lesson program shares: the claims it checks, its section banners, a stopwatch.
+// What every lesson program shares: the claims it checks, its section banners, a stopwatch,
+// and the few small helpers that several lessons would otherwise each define again.
 // A lesson prints each claim as "[ok]" or "[FAILED]" and exits with 1 when any failed, so
 // that the test suite, which runs every lesson with --quick, fails with it.
 #pragma once
@@ -10,10 +11,14 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <limits>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "autograd/tensor.h"
+#include "viz/png.h"
 
 namespace gf::lessons {
 
@@ -57,13 +62,26 @@ inline void banner(const char* title) {
 }
 
 // The largest |a - b| over all elements: how a lesson shows that its hand-written version and
-// the library's agree. Infinity when the shapes differ, so such a check fails loudly.
+// the library's agree. Infinity when the sizes differ, so such a check fails loudly.
+inline float max_abs_diff(std::span<const float> a, std::span<const float> b) {
+  if (a.size() != b.size()) return std::numeric_limits<float>::infinity();
+  float worst = 0.0f;
+  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(a[i] - b[i]));
+  return worst;
+}
+
+// The same for two tensors, which must also have the same shape.
 inline float max_abs_diff(const Tensor& a, const Tensor& b) {
   if (!(a.shape() == b.shape())) return std::numeric_limits<float>::infinity();
-  float worst = 0.0f;
-  for (int64_t i = 0; i < a.numel(); ++i)
-    worst = std::max(worst, std::abs(a.data()[i] - b.data()[i]));
-  return worst;
+  const auto n = static_cast<size_t>(a.numel());
+  return max_abs_diff(std::span<const float>(a.data(), n), std::span<const float>(b.data(), n));
+}
+
+// The middle of the values: the mean of the two middle ones when their count is even.
+inline double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t half = values.size() / 2;
+  return values.size() % 2 ? values[half] : 0.5 * (values[half - 1] + values[half]);
 }
 
 // Whether the program runs under an emulator: the tests of the cross-compiled ARM build run
@@ -76,6 +94,24 @@ inline bool running_under_emulator() {
 
 inline double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The shortest of several timed runs of f: the one least disturbed by whatever else runs.
+inline double fastest_of(int runs, const std::function<void()>& f) {
+  double best = 1e30;
+  for (int r = 0; r < runs; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    f();
+    best = std::min(best, seconds_since(start));
+  }
+  return best;
+}
+
+// Writes a lesson's picture and says so, with its size: "  wrote out/01_autodiff/loss.png
+// (720 x 440)".
+inline void save_png(const viz::Image& image, const std::string& path) {
+  viz::write_png(image, path);
+  fmt::print("  wrote {} ({} x {})\n", path, image.width(), image.height());
 }
 
 }  // namespace gf::lessons

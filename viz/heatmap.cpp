@@ -377,6 +377,21 @@ Image heatmap(const Tensor& matrix, const HeatmapOptions& options) {
   return heatmap(values, matrix.dim(0), matrix.dim(1), options);
 }
 
+Image heatmap(const Tensor& stack, int64_t index, const HeatmapOptions& options) {
+  if (stack.rank() < 2)
+    throw ShapeError(fmt::format(
+        "heatmap: expected a stack of matrices [..., rows, cols] but the tensor has shape {}",
+        stack.shape()));
+  const int64_t rows = stack.dim(-2), cols = stack.dim(-1);
+  const int64_t count = rows * cols == 0 ? 0 : stack.numel() / (rows * cols);
+  if (index < 0 || index >= count)
+    throw IndexError(fmt::format("heatmap: no matrix {} in a stack of {} (shape {})", index, count,
+                                 stack.shape()));
+  const std::span<const float> values(stack.data() + index * rows * cols,
+                                      static_cast<size_t>(rows * cols));
+  return heatmap(values, rows, cols, options);
+}
+
 // ---- Grid of panels --------------------------------------------------------------------
 
 Image grid(const std::vector<Image>& panels, int64_t columns, const std::string& title,

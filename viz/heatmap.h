@@ -70,6 +70,12 @@ Image heatmap(std::span<const float> values, int64_t rows, int64_t cols,
 // Throws gf::ShapeError for any other rank.
 Image heatmap(const Tensor& matrix, const HeatmapOptions& options = {});
 
+// Matrix `index` of a stack of them, a tensor [..., rows, cols], counting over the leading
+// dimensions row-major: of attention probabilities [B, H, T, S], matrix b * H + h is head h
+// of batch row b. Throws gf::ShapeError for a rank below 2 and gf::IndexError for an index
+// outside the stack.
+Image heatmap(const Tensor& stack, int64_t index, const HeatmapOptions& options = {});
+
 // Panels (heatmaps of layers x heads, say) in a grid `columns` wide, filled row by row,
 // `spacing` pixels apart, under a title. Each column is as wide as its widest panel and each
 // row as tall as its tallest. Throws std::invalid_argument for no panels or columns < 1.

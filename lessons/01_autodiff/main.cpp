@@ -29,29 +29,14 @@
 #include "autograd/random.h"
 #include "autograd/tensor.h"
 #include "lessons/lesson.h"
-#include "viz/font.h"
 #include "viz/line_plot.h"
 #include "viz/png.h"
+#include "viz/regions.h"
 
 using namespace gf;
 using namespace gf::lessons;
 
 namespace {
-
-bool close(double x, double y, double rtol) {
-  return std::abs(x - y) <= rtol * std::max(std::abs(x), std::abs(y)) + 1e-12;
-}
-
-// The shortest of several timed runs of f: the one least disturbed by whatever else runs.
-double fastest_of(int runs, const std::function<void()>& f) {
-  double best = 1e30;
-  for (int r = 0; r < runs; ++r) {
-    const auto start = std::chrono::steady_clock::now();
-    f();
-    best = std::min(best, seconds_since(start));
-  }
-  return best;
-}
 
 // ---- 1. Tensors, shapes and broadcasting ----
 
@@ -121,6 +106,11 @@ HandResult chain_rule_by_hand() {
 }
 
 // ---- 3. The same numbers from backward() ----
+
+// Whether x and y agree to a relative tolerance rtol (and 1e-12 absolute, for zeros).
+bool close(double x, double y, double rtol) {
+  return std::abs(x - y) <= rtol * std::max(std::abs(x), std::abs(y)) + 1e-12;
+}
 
 void same_numbers_from_backward(const HandResult& hand, Checks& check) {
   banner("3. The same numbers from backward()");
@@ -373,44 +363,18 @@ float accuracy(const Tensor& logits, const IndexTensor& labels) {
   return static_cast<float>(right) / static_cast<float>(labels.numel());
 }
 
-void save(const viz::Image& image, const std::string& path) {
-  viz::write_png(image, path);
-  fmt::print("  wrote {} ({} x {})\n", path, image.width(), image.height());
-}
-
 // The plane from -1.2 to 1.2 as a picture: each pixel in a light colour for the class the
 // model predicts there, and the training points on top as dots in the strong colours.
 viz::Image draw_regions(const Mlp& model, const Dataset& data) {
-  const int size = 360, top = 30, margin = 10;  // the plane is size x size pixels
-  const float lo = -1.2f, hi = 1.2f;
-  const viz::Rgb strong[2] = {{31, 119, 180}, {214, 39, 40}};  // class 0 blue, class 1 red
-  std::vector<float> grid;
-  for (int r = 0; r < size; ++r)
-    for (int c = 0; c < size; ++c) {
-      grid.push_back(lo + (hi - lo) * (static_cast<float>(c) + 0.5f) / size);
-      grid.push_back(hi - (hi - lo) * (static_cast<float>(r) + 0.5f) / size);
-    }
+  const viz::RegionsOptions options{.title = "learned regions: class 0 (blue), class 1 (red)"};
+  const std::vector<float> centres = viz::region_pixel_centres(options);
+  const auto pixels = static_cast<int64_t>(centres.size() / 2);
   NoGrad no_grad;  // inference only: no tape
-  const Tensor logits = model(Tensor::from({size * size, 2}, grid));
-  viz::Image image(size + 2 * margin, size + top + margin);
-  for (int i = 0; i < size * size; ++i) {
-    const int guess = logits.data()[2 * i + 1] > logits.data()[2 * i] ? 1 : 0;
-    image.set(margin + i % size, top + i / size, viz::mix(viz::kWhite, strong[guess], 0.25f));
-  }
-  for (int64_t i = 0; i < data.labels.numel(); ++i) {
-    const float px = data.points.data()[2 * i], py = data.points.data()[2 * i + 1];
-    const int x = margin + static_cast<int>((px - lo) / (hi - lo) * size);
-    const int y = top + static_cast<int>((hi - py) / (hi - lo) * size);
-    for (int dy = -2; dy <= 2; ++dy)
-      for (int dx = -2; dx <= 2; ++dx)
-        if (dx * dx + dy * dy <= 5 && x + dx >= margin && x + dx < margin + size && y + dy >= top &&
-            y + dy < top + size)
-          image.set(x + dx, y + dy, strong[data.labels.data()[i]]);
-  }
-  image.stroke_rect(margin - 1, top - 1, size + 2, size + 2, viz::kBlack);
-  viz::draw_text(image, margin, 8, "learned regions: class 0 (blue), class 1 (red)", viz::kBlack, 1,
-                 true);
-  return image;
+  const Tensor logits = model(Tensor::from({pixels, 2}, centres));
+  std::vector<int32_t> classes;
+  for (int64_t i = 0; i < pixels; ++i)
+    classes.push_back(logits.data()[2 * i + 1] > logits.data()[2 * i] ? 1 : 0);
+  return viz::regions(classes, data.points, data.labels, options);
 }
 
 void train_a_small_network(bool quick, uint64_t seed, const std::string& dir, Checks& check) {
@@ -453,13 +417,13 @@ void train_a_small_network(bool quick, uint64_t seed, const std::string& dir, Ch
   fmt::print("\n  {} steps took {:.2f} s ({:.3f} ms per step)\n", steps, seconds,
              1e3 * seconds / (steps + 1));
   fmt::print("\n");
-  save(viz::line_plot({{.name = "cross-entropy loss", .ys = losses}},
-                      {.title = "training loss, plain gradient descent (lr 1)",
-                       .x_label = "step",
-                       .y_label = "loss (log scale)",
-                       .log_y = true}),
-       dir + "/loss.png");
-  save(draw_regions(model, data), dir + "/regions.png");
+  save_png(viz::line_plot({{.name = "cross-entropy loss", .ys = losses}},
+                          {.title = "training loss, plain gradient descent (lr 1)",
+                           .x_label = "step",
+                           .y_label = "loss (log scale)",
+                           .log_y = true}),
+           dir + "/loss.png");
+  save_png(draw_regions(model, data), dir + "/regions.png");
   const float loss_goal = quick ? 0.2f : 0.05f, accuracy_goal = quick ? 0.9f : 0.99f;
   check(losses.back() < losses.front() / 3, "the loss fell to less than a third of its start");
   check(losses.back() < loss_goal, fmt::format("the final loss is below {}", loss_goal));

@@ -38,13 +38,6 @@ using namespace gf::lessons;
 
 namespace {
 
-constexpr viz::Rgb kGrey{140, 140, 140};
-
-void save(const viz::Image& image, const std::string& path) {
-  viz::write_png(image, path);
-  fmt::print("  wrote {} ({} x {})\n", path, image.width(), image.height());
-}
-
 // ---- 1. A soft dictionary lookup ----
 
 void soft_lookup(Checks& check) {
@@ -199,7 +192,7 @@ void attention_by_hand(const std::string& out_dir, Checks& check) {
                            .value_label = "attention weight",
                            .cell_size = 56,
                            .show_values = true});
-  save(picture, out_dir + "/sentence.png");
+  save_png(picture, out_dir + "/sentence.png");
 }
 
 // ---- 3. Why divide by sqrt(d_k) ----
@@ -222,6 +215,68 @@ struct Measurement {
 struct Rows {
   std::vector<double> largest, entropy, grad;
 };
+
+double mean_of(const std::vector<double>& v) {
+  double total = 0;
+  for (const double x : v) total += x;
+  return total / static_cast<double>(v.size());
+}
+
+double share_below(const std::vector<double>& v, double limit) {
+  return static_cast<double>(
+             std::count_if(v.begin(), v.end(), [&](double x) { return x < limit; })) /
+         static_cast<double>(v.size());
+}
+
+// What one softmax passes back, to its input (the scores) and on to the query: measure() draws
+// the scores, these two, defined below it, measure the gradients.
+void softmax_rows(const Tensor& logits, const Tensor& upstream, Rows& rows);
+void grad_q_rows(const Tensor& q, const Tensor& keys, const Tensor& upstream, bool scaled,
+                 std::vector<double>& norms);
+
+Measurement measure(int64_t d_k, int64_t trials, int64_t n, uint64_t seed) {
+  Rng rng(seed * 1000 + static_cast<uint64_t>(d_k));
+  Rows raw_rows, scaled_rows;
+  std::vector<double> grad_q_raw, grad_q_scaled;
+  double sum = 0, squares = 0;
+  const int64_t batch = 250;  // trials at a time, so that the keys [N, n, K] stay small
+  for (int64_t done = 0; done < trials; done += batch) {
+    const int64_t b = std::min(batch, trials - done);
+    // [snippet: random-scores]
+    // Queries and keys with independent components of mean 0 and variance 1 (footnote 4)
+    const Tensor q = Tensor::randn({b, 1, d_k}, rng);                         // [N, 1, K]
+    const Tensor keys = Tensor::randn({b, n, d_k}, rng);                      // [N, n, K]
+    const Tensor raw = reshape(matmul(q, transpose(keys, -1, -2)), {b, n});   // q.k   [N, n]
+    const Tensor scaled = raw * (1.0f / std::sqrt(static_cast<float>(d_k)));  // q.k / sqrt(K)
+    // [/snippet]
+    const Tensor upstream = Tensor::randn({b, n}, rng);
+    for (int64_t i = 0; i < raw.numel(); ++i) {
+      sum += raw.data()[i];
+      squares += static_cast<double>(raw.data()[i]) * raw.data()[i];
+    }
+    softmax_rows(raw, upstream, raw_rows);
+    softmax_rows(scaled, upstream, scaled_rows);
+    grad_q_rows(q, keys, upstream, false, grad_q_raw);
+    grad_q_rows(q, keys, upstream, true, grad_q_scaled);
+  }
+  const double count = static_cast<double>(trials * n), mean = sum / count;
+  const double var = squares / count - mean * mean;
+  return {.d_k = d_k,
+          .var_raw = var,
+          .var_scaled = var / static_cast<double>(d_k),  // (x / sqrt(K)) has variance var(x) / K
+          .max_raw = mean_of(raw_rows.largest),
+          .max_scaled = mean_of(scaled_rows.largest),
+          .entropy_raw = mean_of(raw_rows.entropy),
+          .entropy_scaled = mean_of(scaled_rows.entropy),
+          .grad_raw = median(raw_rows.grad),
+          .grad_scaled = median(scaled_rows.grad),
+          .mean_grad_raw = mean_of(raw_rows.grad),
+          .mean_grad_scaled = mean_of(scaled_rows.grad),
+          .stalled_raw = share_below(raw_rows.grad, 1e-3),
+          .stalled_scaled = share_below(scaled_rows.grad, 1e-3),
+          .grad_q_raw = median(grad_q_raw),
+          .grad_q_scaled = median(grad_q_scaled)};
+}
 
 void softmax_rows(const Tensor& logits, const Tensor& upstream, Rows& rows) {
   // [snippet: gradient-at-scores]
@@ -266,73 +321,10 @@ void grad_q_rows(const Tensor& q, const Tensor& keys, const Tensor& upstream, bo
   }
 }
 
-double mean_of(const std::vector<double>& v) {
-  double total = 0;
-  for (const double x : v) total += x;
-  return total / static_cast<double>(v.size());
-}
-
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t h = v.size() / 2;
-  return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
-}
-
-double share_below(const std::vector<double>& v, double limit) {
-  return static_cast<double>(
-             std::count_if(v.begin(), v.end(), [&](double x) { return x < limit; })) /
-         static_cast<double>(v.size());
-}
-
-Measurement measure(int64_t d_k, int64_t trials, int64_t n, uint64_t seed) {
-  Rng rng(seed * 1000 + static_cast<uint64_t>(d_k));
-  Rows raw_rows, scaled_rows;
-  std::vector<double> grad_q_raw, grad_q_scaled;
-  double sum = 0, squares = 0;
-  const int64_t batch = 250;  // trials at a time, so that the keys [N, n, K] stay small
-  for (int64_t done = 0; done < trials; done += batch) {
-    const int64_t b = std::min(batch, trials - done);
-    // [snippet: random-scores]
-    // Queries and keys with independent components of mean 0 and variance 1 (footnote 4)
-    const Tensor q = Tensor::randn({b, 1, d_k}, rng);                         // [N, 1, K]
-    const Tensor keys = Tensor::randn({b, n, d_k}, rng);                      // [N, n, K]
-    const Tensor raw = reshape(matmul(q, transpose(keys, -1, -2)), {b, n});   // q.k   [N, n]
-    const Tensor scaled = raw * (1.0f / std::sqrt(static_cast<float>(d_k)));  // q.k / sqrt(K)
-    // [/snippet]
-    const Tensor upstream = Tensor::randn({b, n}, rng);
-    for (int64_t i = 0; i < raw.numel(); ++i) {
-      sum += raw.data()[i];
-      squares += static_cast<double>(raw.data()[i]) * raw.data()[i];
-    }
-    softmax_rows(raw, upstream, raw_rows);
-    softmax_rows(scaled, upstream, scaled_rows);
-    grad_q_rows(q, keys, upstream, false, grad_q_raw);
-    grad_q_rows(q, keys, upstream, true, grad_q_scaled);
-  }
-  const double count = static_cast<double>(trials * n), mean = sum / count;
-  const double var = squares / count - mean * mean;
-  return {.d_k = d_k,
-          .var_raw = var,
-          .var_scaled = var / static_cast<double>(d_k),  // (x / sqrt(K)) has variance var(x) / K
-          .max_raw = mean_of(raw_rows.largest),
-          .max_scaled = mean_of(scaled_rows.largest),
-          .entropy_raw = mean_of(raw_rows.entropy),
-          .entropy_scaled = mean_of(scaled_rows.entropy),
-          .grad_raw = median_of(raw_rows.grad),
-          .grad_scaled = median_of(scaled_rows.grad),
-          .mean_grad_raw = mean_of(raw_rows.grad),
-          .mean_grad_scaled = mean_of(scaled_rows.grad),
-          .stalled_raw = share_below(raw_rows.grad, 1e-3),
-          .stalled_scaled = share_below(scaled_rows.grad, 1e-3),
-          .grad_q_raw = median_of(grad_q_raw),
-          .grad_q_scaled = median_of(grad_q_scaled)};
-}
-
-void why_the_scale(bool quick, uint64_t seed, const std::string& out_dir, Checks& check) {
-  banner("3. Why divide by sqrt(d_k)");
-  // Is footnote 4's unit variance realistic? MultiHeadAttention projects d_model = 512 inputs
-  // with a 512 x 512 nn::Linear (Xavier uniform, variance 2 / (512 + 512)), so each query
-  // component sums 512 terms of variance 1/512: about 1 again, for unit-variance inputs.
+// Is footnote 4's unit variance realistic? MultiHeadAttention projects d_model = 512 inputs
+// with a 512 x 512 nn::Linear (Xavier uniform, variance 2 / (512 + 512)), so each query
+// component sums 512 terms of variance 1/512: about 1 again, for unit-variance inputs.
+void projected_query_variance(uint64_t seed, Checks& check) {
   Rng init_rng(seed);
   const nn::Linear w_q(512, 512, init_rng);
   const Tensor projected = w_q.forward(Tensor::randn({64, 512}, init_rng));  // [64, 512]
@@ -344,15 +336,9 @@ void why_the_scale(bool quick, uint64_t seed, const std::string& out_dir, Checks
   check(std::abs(projected_var - 1.0f) < 0.1f,
         "at initialisation, projected queries have unit-variance components, as footnote 4 "
         "assumes");
-  const int64_t trials = quick ? 200 : 2000, n = 16;
-  std::vector<Measurement> rows;
-  const auto start = std::chrono::steady_clock::now();
-  for (int64_t d_k = 4; d_k <= 1024; d_k *= 2) rows.push_back(measure(d_k, trials, n, seed));
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  fmt::print("\n  {} random queries per d_k, each against n = {} random keys ({:.2f} s)\n\n",
-             trials, n, seconds);
+}
 
+void print_measurements(const std::vector<Measurement>& rows) {
   fmt::print("  {:5}   {:^18}   {:^19}   {:>18}\n", "", "variance of scores", "mean largest weight",
              "entropy (bits)");
   fmt::print("  {:>5}   {:>9}{:>9}   {:>10}{:>9}   {:>9}{:>9}\n", "d_k", "unscaled", "scaled",
@@ -372,8 +358,12 @@ void why_the_scale(bool quick, uint64_t seed, const std::string& out_dir, Checks
         m.d_k, m.grad_raw, m.grad_scaled, m.mean_grad_raw, m.mean_grad_scaled, 100 * m.stalled_raw,
         100 * m.stalled_scaled, m.grad_q_raw, m.grad_q_scaled);
   fmt::print("\n");
+}
 
-  // The curves, against log2(d_k) so that each doubling of d_k is one step to the right.
+// The curves, against log2(d_k) so that each doubling of d_k is one step to the right.
+void plot_measurements(const std::vector<Measurement>& rows, int64_t n,
+                       const std::string& out_dir) {
+  constexpr viz::Rgb kGrey{140, 140, 140};
   std::vector<float> xs;
   for (const Measurement& m : rows) xs.push_back(std::log2(static_cast<float>(m.d_k)));
   const auto series = [&](const char* name, double Measurement::*field) {
@@ -382,38 +372,40 @@ void why_the_scale(bool quick, uint64_t seed, const std::string& out_dir, Checks
     return viz::Series{.name = name, .xs = xs, .ys = ys};
   };
   const std::string x_label = "log2(d_k): 2 is d_k = 4, 10 is 1024";
-  save(viz::line_plot({series("scaled: q.k / sqrt(d_k)", &Measurement::var_scaled),
-                       series("unscaled: q.k", &Measurement::var_raw)},
-                      {.title = "Variance of the scores over random q and k",
-                       .x_label = x_label,
-                       .y_label = "variance",
-                       .log_y = true}),
-       out_dir + "/variance.png");
+  save_png(viz::line_plot({series("scaled: q.k / sqrt(d_k)", &Measurement::var_scaled),
+                           series("unscaled: q.k", &Measurement::var_raw)},
+                          {.title = "Variance of the scores over random q and k",
+                           .x_label = x_label,
+                           .y_label = "variance",
+                           .log_y = true}),
+           out_dir + "/variance.png");
   const std::vector<float> uniform(xs.size(), 1.0f / static_cast<float>(n));
-  save(viz::line_plot({series("scaled", &Measurement::max_scaled),
-                       series("unscaled", &Measurement::max_raw),
-                       {.name = "uniform", .xs = xs, .ys = uniform, .colour = kGrey}},
-                      {.title = "How peaked softmax gets: the largest of 16 weights",
-                       .x_label = x_label,
-                       .y_label = "mean largest weight",
-                       .height = 480}),
-       out_dir + "/peakedness.png");
+  save_png(viz::line_plot({series("scaled", &Measurement::max_scaled),
+                           series("unscaled", &Measurement::max_raw),
+                           {.name = "uniform", .xs = xs, .ys = uniform, .colour = kGrey}},
+                          {.title = "How peaked softmax gets: the largest of 16 weights",
+                           .x_label = x_label,
+                           .y_label = "mean largest weight",
+                           .height = 480}),
+           out_dir + "/peakedness.png");
   const viz::LinePlotOptions small{.x_label = x_label, .log_y = true, .width = 600, .height = 420};
   viz::LinePlotOptions at_scores = small, at_q = small;
   at_scores.title = "at the scores (softmax input)";
   at_scores.y_label = "median |dL/dscores|";
   at_q.title = "at the query q (on to W^Q)";
   at_q.y_label = "median |dL/dq|";
-  save(viz::grid({viz::line_plot({series("scaled", &Measurement::grad_scaled),
-                                  series("unscaled", &Measurement::grad_raw)},
-                                 at_scores),
-                  viz::line_plot({series("scaled", &Measurement::grad_q_scaled),
-                                  series("unscaled", &Measurement::grad_q_raw)},
-                                 at_q)},
-                 2, "The gradient that gets back through the softmax", 30),
-       out_dir + "/gradient.png");
+  save_png(viz::grid({viz::line_plot({series("scaled", &Measurement::grad_scaled),
+                                      series("unscaled", &Measurement::grad_raw)},
+                                     at_scores),
+                      viz::line_plot({series("scaled", &Measurement::grad_q_scaled),
+                                      series("unscaled", &Measurement::grad_q_raw)},
+                                     at_q)},
+                     2, "The gradient that gets back through the softmax", 30),
+           out_dir + "/gradient.png");
+}
 
-  // The claims, each measured at every d_k (the tolerances allow for --quick's fewer trials).
+// The claims, each measured at every d_k (the tolerances allow for --quick's fewer trials).
+void check_measurements(const std::vector<Measurement>& rows, bool quick, Checks& check) {
   const double tolerance = quick ? 0.2 : 0.1;
   bool var_matches = true;
   double max_lo = 1, max_hi = 0, grad_lo = 1e30, grad_hi = 0, grad_q_lo = 1e30, grad_q_hi = 0;
@@ -460,6 +452,20 @@ void why_the_scale(bool quick, uint64_t seed, const std::string& out_dir, Checks
                     grad_q_hi / grad_q_lo, last.grad_q_scaled / last.grad_q_raw));
 }
 
+void why_the_scale(bool quick, uint64_t seed, const std::string& out_dir, Checks& check) {
+  banner("3. Why divide by sqrt(d_k)");
+  projected_query_variance(seed, check);
+  const int64_t trials = quick ? 200 : 2000, n = 16;
+  std::vector<Measurement> rows;
+  const auto start = std::chrono::steady_clock::now();
+  for (int64_t d_k = 4; d_k <= 1024; d_k *= 2) rows.push_back(measure(d_k, trials, n, seed));
+  fmt::print("\n  {} random queries per d_k, each against n = {} random keys ({:.2f} s)\n\n",
+             trials, n, seconds_since(start));
+  print_measurements(rows);
+  plot_measurements(rows, n, out_dir);
+  check_measurements(rows, quick, check);
+}
+
 // ---- 4. A saturated softmax, seen ----
 
 void saturated_heatmaps(uint64_t seed, const std::string& out_dir, Checks& check) {
@@ -489,9 +495,9 @@ void saturated_heatmaps(uint64_t seed, const std::string& out_dir, Checks& check
   viz::HeatmapOptions left = options, right = options;
   left.title = "scaled: softmax(Q K^T / sqrt(512))";
   right.title = "unscaled: softmax(Q K^T)";
-  save(viz::grid({viz::heatmap(scaled, left), viz::heatmap(unscaled, right)}, 2,
-                 "The same random Q and K, d_k = 512", 40),
-       out_dir + "/saturated.png");
+  save_png(viz::grid({viz::heatmap(scaled, left), viz::heatmap(unscaled, right)}, 2,
+                     "The same random Q and K, d_k = 512", 40),
+           out_dir + "/saturated.png");
   check(same_winner, "in every row the same key wins with and without the scale");
   check(mean_unscaled > 0.8, "unscaled, the rows are nearly one-hot");
   check(mean_scaled < 0.6, "scaled, the rows spread their weight over several keys");

@@ -18,7 +18,6 @@
 #include <cstdint>
 #include <exception>
 #include <limits>
-#include <span>
 #include <string>
 #include <vector>
 
@@ -52,48 +51,17 @@ const auto kWords = static_cast<int32_t>(kVocabSize - kFirstWord);  // the 13 re
 
 using Words = std::vector<std::string>;
 
-int32_t id_of(const std::string& word) {
-  const auto it = std::find(kVocab.begin(), kVocab.end(), word);
-  if (it == kVocab.end()) throw std::invalid_argument("lesson 03: no word \"" + word + "\"");
-  return static_cast<int32_t>(it - kVocab.begin());
-}
+// Words to ids and back, defined below the sections.
+int32_t id_of(const std::string& word);
+IndexTensor pad_batch(const std::vector<Words>& sentences, int64_t length);  // [B, length]
+Words labels_of(const IndexTensor& ids, int64_t b = 0);                      // row b of [B, L]
+std::string join(const Words& words);
 
-// Sentences as one [B, length] batch, each padded on the right with <pad>.
-IndexTensor pad_batch(const std::vector<Words>& sentences, int64_t length) {
-  std::vector<int32_t> ids;
-  for (const Words& s : sentences)
-    for (int64_t i = 0; i < length; ++i)
-      ids.push_back(i < static_cast<int64_t>(s.size()) ? id_of(s[static_cast<size_t>(i)]) : kPad);
-  return IndexTensor::from({static_cast<int64_t>(sentences.size()), length}, ids);
-}
-
-// The words of row b of ids [B, L]: the heatmaps' labels.
-Words labels_of(const IndexTensor& ids, int64_t b = 0) {
-  Words words;
-  for (int64_t i = 0; i < ids.shape()[1]; ++i)
-    words.push_back(kVocab[static_cast<size_t>(ids.at({b, i}))]);
-  return words;
-}
-
-std::string join(const Words& words) {
-  return fmt::format("{}", fmt::join(words, " "));
-}
-
-// rows x cols numbers of t, starting at element `offset`, as a heatmap.
-viz::Image heatmap_at(const Tensor& t, int64_t offset, int64_t rows, int64_t cols,
-                      const viz::HeatmapOptions& options) {
-  return viz::heatmap(std::span<const float>(t.data() + offset, static_cast<size_t>(rows * cols)),
-                      rows, cols, options);
-}
-
-void save(const viz::Image& image, const std::string& dir, const std::string& name) {
-  const std::string path = dir + "/" + name;
-  viz::write_png(image, path);
-  fmt::print("  wrote {} ({} x {})\n", path, image.width(), image.height());
-}
+// ---- 1. The padding mask ----
 
 // One attention head over token embeddings, without positions: the smallest model whose
-// scores can be masked: the attention of lesson 02, single-headed as there (lesson 04 splits it).
+// scores can be masked, the attention of lesson 02, single-headed as there (lesson 04 splits
+// it). Sections 1 and 2 mask it.
 struct Head {
   Tensor embed, wq, wk, wv;  // [V, D], [D, D] x3
 
@@ -115,16 +83,9 @@ struct Head {
   }
 };
 
-// ---- 1. The padding mask ----
-
-void padding(const Head& head, const std::string& out, Checks& check) {
-  banner("1. The padding mask");
-  const std::vector<Words> sentences = {{"the", "cat", "sat", "on", "the", "mat"},
-                                        {"a", "dog", "ran"}};
-  const IndexTensor ids = pad_batch(sentences, 6);  // [2, 6]
+// The padding mask of ids [B, S], as nn::padding_mask computes it.
+Tensor padding_mask_by_hand(const IndexTensor& ids) {
   const int64_t batch = ids.shape()[0], length = ids.shape()[1];
-  for (int64_t b = 0; b < batch; ++b) fmt::print("  sentence {}: {}\n", b, join(labels_of(ids, b)));
-
   // [snippet: padding-mask-by-hand]
   // 1 where key s of sentence b is padding. Shape [B, 1, 1, S]: the same for every head
   // (dimension 1) and every query (dimension 2), which broadcasting supplies.
@@ -133,16 +94,14 @@ void padding(const Head& head, const std::string& out, Checks& check) {
     for (int64_t s = 0; s < length; ++s)
       if (ids.at({b, s}) == kPad) mask.data()[b * length + s] = 1.0f;
   // [/snippet]
-  fmt::print("  padding mask {}: {}\n\n", mask.shape(), to_string(mask, 0));
-  check(max_abs_diff(mask, nn::padding_mask(ids, kPad)) == 0.0f &&
-            mask.shape() == nn::padding_mask(ids, kPad).shape(),
-        "the mask by hand equals nn::padding_mask(ids, pad), shape [2, 1, 1, 6]");
+  return mask;
+}
 
-  Tensor probs_free, probs_masked;
-  const Tensor out_free = head(ids, Tensor{}, &probs_free);
-  const Tensor out_masked = head(ids, mask, &probs_masked);
-
-  // The masked softmax once more with explicit loops, for sentence 1 (the padded one).
+// The masked softmax once more with explicit loops, for sentence 1 (the padded one): the
+// largest difference from the library's weights probs_masked [B, 1, T, S].
+double masked_softmax_by_hand(const Head& head, const IndexTensor& ids, const Tensor& mask,
+                              const Tensor& probs_masked) {
+  const int64_t length = ids.shape()[1];
   const Tensor q = head.project(ids, head.wq), k = head.project(ids, head.wk);
   const int64_t d = q.dim(-1);
   double max_diff = 0.0;
@@ -171,11 +130,13 @@ void padding(const Head& head, const std::string& out, Checks& check) {
       max_diff = std::max(max_diff, static_cast<double>(std::abs(w[static_cast<size_t>(s)] -
                                                                  probs_masked.at({b, 0, t, s}))));
   }
-  check(max_diff < 1e-6, fmt::format("the loops match scaled_dot_product_attention's weights "
-                                     "(largest difference {:.1e})",
-                                     max_diff));
+  return max_diff;
+}
 
-  // How much of each real query's attention lands on padding, without and with the mask.
+// How much of each real query's attention lands on padding, without and with the mask.
+void weight_on_padding(const std::vector<Words>& sentences, const IndexTensor& ids,
+                       const Tensor& probs_free, const Tensor& probs_masked, Checks& check) {
+  const int64_t batch = ids.shape()[0], length = ids.shape()[1];
   fmt::print("\n  {:<10} {:>26} {:>26}\n", "", "weight on <pad>, no mask", "with the padding mask");
   bool pad_weights_zero = true, rows_sum_to_one = true;
   for (int64_t b = 0; b < batch; ++b) {
@@ -199,7 +160,13 @@ void padding(const Head& head, const std::string& out, Checks& check) {
   fmt::print("\n");
   check(pad_weights_zero, "with the mask, every <pad> key gets weight exactly 0");
   check(rows_sum_to_one, "and every row still sums to 1 (within 1e-6)");
+}
 
+// Whether the outputs of real tokens depend on how much padding their batch has: out_free and
+// out_masked [B, 1, T, D] are the head's outputs at padding to 6, without and with the mask.
+void extra_padding(const Head& head, const std::vector<Words>& sentences, const Tensor& out_free,
+                   const Tensor& out_masked, Checks& check) {
+  const int64_t batch = out_masked.dim(0), d = out_masked.dim(-1);
   // [snippet: more-padding]
   // The same two sentences padded to 10 instead of 6: four more <pad> keys in every row.
   const IndexTensor longer = pad_batch(sentences, 10);
@@ -220,120 +187,128 @@ void padding(const Head& head, const std::string& out, Checks& check) {
              moved_free);
   check(moved_masked <= 1e-6f, "with the mask, extra padding leaves every real output unchanged");
   check(moved_free > 1e-2f, "without it, extra padding changes them");
+}
 
-  // Pictures: the mask as stored, [B, S], and as sentence 1's scores see it, [T, S].
+// Pictures: the mask as stored, [B, S], and as sentence 1's scores see it, [T, S]; sentence 1's
+// attention weights without and with it.
+void draw_padding(const IndexTensor& ids, const Tensor& mask, const Tensor& probs_free,
+                  const Tensor& probs_masked, const std::string& out) {
+  const int64_t batch = ids.shape()[0], length = ids.shape()[1];
   const Words words = labels_of(ids, 1);
   Tensor broadcast = Tensor::zeros({length, length});
   for (int64_t t = 0; t < length; ++t)
     for (int64_t s = 0; s < length; ++s) broadcast.data()[t * length + s] = mask.at({1, 0, 0, s});
-  save(viz::grid(
-           {viz::heatmap(mask.view({batch, length}), {.title = "stored: [B, 1, 1, S]",
-                                                      .row_labels = {"sentence 0", "sentence 1"},
-                                                      .row_axis = "",
-                                                      .col_axis = "key position",
-                                                      .colour_bar = false,
-                                                      .show_values = true}),
-            viz::heatmap(broadcast, {.title = "seen by sentence 1's scores",
-                                     .row_labels = words,
-                                     .col_labels = words,
-                                     .value_label = "1 = blocked"})},
-           2, "the padding mask"),
-       out, "padding_mask.png");
-  std::vector<viz::Image> weights;
-  const int64_t offset = length * length;  // sentence 1 in [B, 1, T, S]
-  weights.push_back(heatmap_at(probs_free, offset, length, length,
-                               {.title = "no mask",
-                                .row_labels = words,
-                                .col_labels = words,
-                                .colour_bar = false,
-                                .show_values = true}));
-  weights.push_back(heatmap_at(probs_masked, offset, length, length,
-                               {.title = "padding mask",
-                                .row_labels = words,
-                                .col_labels = words,
-                                .value_label = "attention weight",
-                                .show_values = true}));
-  save(viz::grid(weights, 2, "sentence 1: attention weights"), out, "padding_attention.png");
+  save_png(viz::grid({viz::heatmap(mask.view({batch, length}),
+                                   {.title = "stored: [B, 1, 1, S]",
+                                    .row_labels = {"sentence 0", "sentence 1"},
+                                    .row_axis = "",
+                                    .col_axis = "key position",
+                                    .colour_bar = false,
+                                    .show_values = true}),
+                      viz::heatmap(broadcast, {.title = "seen by sentence 1's scores",
+                                               .row_labels = words,
+                                               .col_labels = words,
+                                               .value_label = "1 = blocked"})},
+                     2, "the padding mask"),
+           out + "/padding_mask.png");
+  std::vector<viz::Image> weights;  // sentence 1's: matrix 1 of [B, 1, T, S]
+  weights.push_back(viz::heatmap(probs_free, 1,
+                                 {.title = "no mask",
+                                  .row_labels = words,
+                                  .col_labels = words,
+                                  .colour_bar = false,
+                                  .show_values = true}));
+  weights.push_back(viz::heatmap(probs_masked, 1,
+                                 {.title = "padding mask",
+                                  .row_labels = words,
+                                  .col_labels = words,
+                                  .value_label = "attention weight",
+                                  .show_values = true}));
+  save_png(viz::grid(weights, 2, "sentence 1: attention weights"), out + "/padding_attention.png");
+}
+
+void padding(const Head& head, const std::string& out, Checks& check) {
+  banner("1. The padding mask");
+  const std::vector<Words> sentences = {{"the", "cat", "sat", "on", "the", "mat"},
+                                        {"a", "dog", "ran"}};
+  const IndexTensor ids = pad_batch(sentences, 6);  // [2, 6]
+  for (int64_t b = 0; b < ids.shape()[0]; ++b)
+    fmt::print("  sentence {}: {}\n", b, join(labels_of(ids, b)));
+
+  const Tensor mask = padding_mask_by_hand(ids);
+  fmt::print("  padding mask {}: {}\n\n", mask.shape(), to_string(mask, 0));
+  check(max_abs_diff(mask, nn::padding_mask(ids, kPad)) == 0.0f &&
+            mask.shape() == nn::padding_mask(ids, kPad).shape(),
+        "the mask by hand equals nn::padding_mask(ids, pad), shape [2, 1, 1, 6]");
+
+  Tensor probs_free, probs_masked;
+  const Tensor out_free = head(ids, Tensor{}, &probs_free);
+  const Tensor out_masked = head(ids, mask, &probs_masked);
+
+  const double max_diff = masked_softmax_by_hand(head, ids, mask, probs_masked);
+  check(max_diff < 1e-6, fmt::format("the loops match scaled_dot_product_attention's weights "
+                                     "(largest difference {:.1e})",
+                                     max_diff));
+
+  weight_on_padding(sentences, ids, probs_free, probs_masked, check);
+  extra_padding(head, sentences, out_free, out_masked, check);
+
+  draw_padding(ids, mask, probs_free, probs_masked, out);
 }
 
 // ---- 2. The look-ahead mask ----
 
-void look_ahead(const Head& head, Transformer& model, const std::string& out, Checks& check) {
-  banner("2. The look-ahead mask");
-  const IndexTensor tgt = pad_batch({{"<bos>", "the", "big", "dog", "saw", "a", "red", "cat"}}, 8);
-  const int64_t length = tgt.shape()[1];
-  const Words words = labels_of(tgt);
-  fmt::print("  decoder input: {}\n", join(words));
-
+// The look-ahead mask [1, 1, T, T] for `length` positions, as nn::look_ahead_mask computes it.
+Tensor look_ahead_mask_by_hand(int64_t length) {
   // [snippet: look-ahead-by-hand]
   // Query i may see key j only if j <= i: 1 (blocked) strictly above the diagonal.
   Tensor mask = Tensor::zeros({1, 1, length, length});
   for (int64_t i = 0; i < length; ++i)
     for (int64_t j = i + 1; j < length; ++j) mask.data()[i * length + j] = 1.0f;
   // [/snippet]
-  check(max_abs_diff(mask, nn::look_ahead_mask(length)) == 0.0f,
-        "the mask by hand equals nn::look_ahead_mask(8), shape [1, 1, 8, 8]");
+  return mask;
+}
 
-  Tensor probs;
-  head(tgt, mask, &probs);
-  bool above_zero = true;
-  for (int64_t i = 0; i < length; ++i)
-    for (int64_t j = i + 1; j < length; ++j)
-      above_zero = above_zero && probs.at({0, 0, i, j}) == 0.0f;
-  check(above_zero, "every weight above the diagonal is exactly 0");
-  check(probs.at({0, 0, 0, 0}) == 1.0f, "so <bos>, which sees only itself, gives itself weight 1");
+// How far the decoder's output at each position t moves when every token after position i
+// changes: [T - 1, T], row i for the change after i. tgt [1, T] is the decoder's input.
+Tensor output_changes(Transformer& model, const IndexTensor& tgt, const Tensor& memory,
+                      const Tensor& src_mask, const Tensor& tgt_mask) {
+  const int64_t length = tgt.shape()[1];
+  const int64_t edits = length - 1;  // i = 0 .. T-2: there is something after i to change
+  Tensor change = Tensor::zeros({edits, length});
+  // [snippet: edit-after]
+  // Change every token after position i to another word, run the decoder again, and
+  // measure how far each position's output moved: max over d of |y[t, d] - y'[t, d]|.
+  const Tensor y = model.decode(tgt, memory, src_mask, tgt_mask);  // [1, T, D]
+  for (int64_t i = 0; i < edits; ++i) {
+    IndexTensor edited = IndexTensor::from(tgt.shape(), {tgt.data(), tgt.data() + length});
+    for (int64_t t = i + 1; t < length; ++t)  // each later word becomes the next in kVocab
+      edited.data()[t] = kFirstWord + (edited.data()[t] - kFirstWord + 1) % kWords;
+    const Tensor y_edited = model.decode(edited, memory, src_mask, tgt_mask);
+    for (int64_t t = 0; t < length; ++t)
+      for (int64_t d = 0; d < y.dim(2); ++d)
+        change.data()[i * length + t] = std::max(
+            change.data()[i * length + t], std::abs(y.at({0, t, d}) - y_edited.at({0, t, d})));
+  }
+  // [/snippet]
+  return change;
+}
 
-  // Scores with -inf written in, as masked_fill leaves them, next to the softmax of them.
-  const Tensor q = head.project(tgt, head.wq), k = head.project(tgt, head.wk);
-  const Tensor scores = masked_fill(
-      matmul(q, transpose(k, -1, -2)) / std::sqrt(static_cast<float>(q.dim(-1))), mask, -kInf);
-  save(
-      viz::grid({viz::heatmap(mask.view({length, length}), {.title = "look-ahead mask",
-                                                            .row_labels = words,
-                                                            .col_labels = words,
-                                                            .value_label = "1 = blocked"}),
-                 viz::heatmap(scores.view({length, length}), {.title = "masked scores (grey: -inf)",
-                                                              .row_labels = words,
-                                                              .col_labels = words,
-                                                              .value_label = "score",
-                                                              .auto_range = true}),
-                 viz::heatmap(probs.view({length, length}), {.title = "softmax",
-                                                             .row_labels = words,
-                                                             .col_labels = words,
-                                                             .value_label = "attention weight",
-                                                             .show_values = true})},
-                3, "decoder self-attention with the look-ahead mask"),
-      out, "look_ahead.png");
-
-  // The decoder of a whole Transformer (2 layers, untrained): does position t's output
-  // depend on the tokens after it?
+// The decoder of a whole Transformer (2 layers, untrained): does position t's output depend on
+// the tokens after it? tgt [1, T] is the decoder's input.
+void later_tokens_changed(Transformer& model, const IndexTensor& tgt, const std::string& out,
+                          Checks& check) {
+  const int64_t length = tgt.shape()[1];
+  const Words words = labels_of(tgt);
   const IndexTensor src = pad_batch({{"a", "red", "cat", "saw", "the", "big", "dog", "<eos>"}}, 8);
   const Tensor src_mask = nn::padding_mask(src, kPad);
   NoGrad no_grad;
   model.eval();  // no dropout: the same input gives the same output
   const Tensor memory = model.encode(src, src_mask);
   const int64_t edits = length - 1;  // i = 0 .. T-2: there is something after i to change
-  Tensor change_masked = Tensor::zeros({edits, length}),
-         change_free = Tensor::zeros({edits, length});
-  for (const bool masked : {true, false}) {
-    const Tensor tgt_mask = masked ? nn::look_ahead_mask(length) : Tensor{};
-    Tensor& change = masked ? change_masked : change_free;
-    // [snippet: edit-after]
-    // Change every token after position i to another word, run the decoder again, and
-    // measure how far each position's output moved: max over d of |y[t, d] - y'[t, d]|.
-    const Tensor y = model.decode(tgt, memory, src_mask, tgt_mask);  // [1, T, D]
-    for (int64_t i = 0; i < edits; ++i) {
-      IndexTensor edited = IndexTensor::from(tgt.shape(), {tgt.data(), tgt.data() + length});
-      for (int64_t t = i + 1; t < length; ++t)  // each later word becomes the next in kVocab
-        edited.data()[t] = kFirstWord + (edited.data()[t] - kFirstWord + 1) % kWords;
-      const Tensor y_edited = model.decode(edited, memory, src_mask, tgt_mask);
-      for (int64_t t = 0; t < length; ++t)
-        for (int64_t d = 0; d < y.dim(2); ++d)
-          change.data()[i * length + t] = std::max(
-              change.data()[i * length + t], std::abs(y.at({0, t, d}) - y_edited.at({0, t, d})));
-    }
-    // [/snippet]
-  }
+  const Tensor change_masked =
+      output_changes(model, tgt, memory, src_mask, nn::look_ahead_mask(length));
+  const Tensor change_free = output_changes(model, tgt, memory, src_mask, Tensor{});
   int64_t unchanged_before = 0, changed_after = 0, free_changed_before = 0, before = 0, after = 0;
   float largest = 0.0f;
   for (int64_t i = 0; i < edits; ++i)
@@ -380,12 +355,14 @@ void look_ahead(const Head& head, Transformer& model, const std::string& out, Ch
   free_options.title = "without it";
   free_options.colour_bar = true;
   free_options.value_label = "max |change|";
-  save(viz::grid(
-           {viz::heatmap(change_masked, masked_options), viz::heatmap(change_free, free_options)},
-           2, "decoder output: how much it moves when later tokens change"),
-       out, "edit_after.png");
+  save_png(viz::grid({viz::heatmap(change_masked, masked_options),
+                      viz::heatmap(change_free, free_options)},
+                     2, "decoder output: how much it moves when later tokens change"),
+           out + "/edit_after.png");
+}
 
-  // The decoder's real mask: look-ahead OR padding, for a batch of targets of two lengths.
+// The decoder's real mask: look-ahead OR padding, for a batch of targets of two lengths.
+void target_mask_is_the_union(const std::string& out, Checks& check) {
   const IndexTensor targets = pad_batch(
       {{"<bos>", "the", "cat", "sat", "on", "the", "mat"}, {"<bos>", "a", "dog", "ran"}}, 7);
   const Tensor combined = nn::target_mask(targets, kPad);  // [2, 1, 7, 7]
@@ -409,13 +386,87 @@ void look_ahead(const Head& head, Transformer& model, const std::string& out, Ch
   m3.title = "target mask (OR)";
   m3.colour_bar = true;
   m3.value_label = "1 = blocked";
-  save(viz::grid({viz::heatmap(ahead.view({7, 7}), m1), viz::heatmap(pad_rows, m2),
-                  heatmap_at(combined, 49, 7, 7, m3)},
-                 3, "the decoder's mask for a padded target"),
-       out, "target_mask.png");
+  save_png(viz::grid({viz::heatmap(ahead.view({7, 7}), m1), viz::heatmap(pad_rows, m2),
+                      viz::heatmap(combined, 1, m3)},
+                     3, "the decoder's mask for a padded target"),
+           out + "/target_mask.png");
+}
+
+void look_ahead(const Head& head, Transformer& model, const std::string& out, Checks& check) {
+  banner("2. The look-ahead mask");
+  const IndexTensor tgt = pad_batch({{"<bos>", "the", "big", "dog", "saw", "a", "red", "cat"}}, 8);
+  const int64_t length = tgt.shape()[1];
+  const Words words = labels_of(tgt);
+  fmt::print("  decoder input: {}\n", join(words));
+
+  const Tensor mask = look_ahead_mask_by_hand(length);
+  check(max_abs_diff(mask, nn::look_ahead_mask(length)) == 0.0f,
+        "the mask by hand equals nn::look_ahead_mask(8), shape [1, 1, 8, 8]");
+
+  Tensor probs;
+  head(tgt, mask, &probs);
+  bool above_zero = true;
+  for (int64_t i = 0; i < length; ++i)
+    for (int64_t j = i + 1; j < length; ++j)
+      above_zero = above_zero && probs.at({0, 0, i, j}) == 0.0f;
+  check(above_zero, "every weight above the diagonal is exactly 0");
+  check(probs.at({0, 0, 0, 0}) == 1.0f, "so <bos>, which sees only itself, gives itself weight 1");
+
+  // Scores with -inf written in, as masked_fill leaves them, next to the softmax of them.
+  const Tensor q = head.project(tgt, head.wq), k = head.project(tgt, head.wk);
+  const Tensor scores = masked_fill(
+      matmul(q, transpose(k, -1, -2)) / std::sqrt(static_cast<float>(q.dim(-1))), mask, -kInf);
+  save_png(
+      viz::grid({viz::heatmap(mask.view({length, length}), {.title = "look-ahead mask",
+                                                            .row_labels = words,
+                                                            .col_labels = words,
+                                                            .value_label = "1 = blocked"}),
+                 viz::heatmap(scores.view({length, length}), {.title = "masked scores (grey: -inf)",
+                                                              .row_labels = words,
+                                                              .col_labels = words,
+                                                              .value_label = "score",
+                                                              .auto_range = true}),
+                 viz::heatmap(probs.view({length, length}), {.title = "softmax",
+                                                             .row_labels = words,
+                                                             .col_labels = words,
+                                                             .value_label = "attention weight",
+                                                             .show_values = true})},
+                3, "decoder self-attention with the look-ahead mask"),
+      out + "/look_ahead.png");
+
+  later_tokens_changed(model, tgt, out, check);
+  target_mask_is_the_union(out, check);
 }
 
 // ---- 3. Training in one pass, decoding step by step ----
+
+// Greedy decoding with the library, at most `length` tokens, then the same tokens
+// teacher-forced in one pass.
+void greedy_in_one_pass(Transformer& model, const IndexTensor& src, const Tensor& memory,
+                        const Tensor& src_mask, int64_t length, Checks& check) {
+  const int64_t vocab = kVocabSize;
+  const std::vector<TokenIds> greedy = greedy_decode(model, src, {.max_len = length});
+  TokenIds produced = greedy[0];
+  if (static_cast<int64_t>(produced.size()) < length)
+    produced.push_back(kEos);  // it stopped at eos
+  TokenIds fed = {kBos};
+  fed.insert(fed.end(), produced.begin(), produced.end() - 1);
+  const auto n = static_cast<int64_t>(fed.size());
+  const Tensor forced = model.generate(
+      model.decode(IndexTensor::from({1, n}, fed), memory, src_mask, nn::look_ahead_mask(n)));
+  int64_t agree = 0;
+  Words produced_words;
+  for (int64_t t = 0; t < n; ++t) {
+    const float* row = forced.data() + t * vocab;
+    const auto best = static_cast<int32_t>(std::max_element(row, row + vocab) - row);
+    agree += best == produced[static_cast<size_t>(t)] ? 1 : 0;
+    produced_words.push_back(kVocab[static_cast<size_t>(produced[static_cast<size_t>(t)])]);
+  }
+  fmt::print("  greedy_decode (untrained model):    {}\n", join(produced_words));
+  check(agree == n, fmt::format("teacher-forcing greedy's own output in one pass picks the same "
+                                "next token at all {} positions",
+                                n));
+}
 
 void one_pass_and_steps(Transformer& model, Checks& check) {
   banner("3. Training in one pass, decoding step by step");
@@ -516,28 +567,7 @@ void one_pass_and_steps(Transformer& model, Checks& check) {
   check(std::abs(loss_pass - loss_steps) <= 1e-5 * loss_steps,
         "the one-pass training loss equals the mean step-by-step loss");
 
-  // Greedy decoding with the library, then the same tokens teacher-forced in one pass.
-  const std::vector<TokenIds> greedy = greedy_decode(model, src, {.max_len = length});
-  TokenIds produced = greedy[0];
-  if (static_cast<int64_t>(produced.size()) < length)
-    produced.push_back(kEos);  // it stopped at eos
-  TokenIds fed = {kBos};
-  fed.insert(fed.end(), produced.begin(), produced.end() - 1);
-  const auto n = static_cast<int64_t>(fed.size());
-  const Tensor forced = model.generate(
-      model.decode(IndexTensor::from({1, n}, fed), memory, src_mask, nn::look_ahead_mask(n)));
-  int64_t agree = 0;
-  Words produced_words;
-  for (int64_t t = 0; t < n; ++t) {
-    const float* row = forced.data() + t * vocab;
-    const auto best = static_cast<int32_t>(std::max_element(row, row + vocab) - row);
-    agree += best == produced[static_cast<size_t>(t)] ? 1 : 0;
-    produced_words.push_back(kVocab[static_cast<size_t>(produced[static_cast<size_t>(t)])]);
-  }
-  fmt::print("  greedy_decode (untrained model):    {}\n", join(produced_words));
-  check(agree == n, fmt::format("teacher-forcing greedy's own output in one pass picks the same "
-                                "next token at all {} positions",
-                                n));
+  greedy_in_one_pass(model, src, memory, src_mask, length, check);
 }
 
 // ---- 4. Training without the mask ----
@@ -657,9 +687,9 @@ void training_without_the_mask(bool quick, uint64_t seed, const std::string& out
   fmt::print("  {:<10} {:>22.3f} {:>26.3f}\n", "masked", final_train[0], final_decode[0]);
   fmt::print("  {:<10} {:>22.3f} {:>26.3f}\n", "no mask", final_train[1], final_decode[1]);
   fmt::print("  {:<10} {:>22.3f} {:>26.3f}\n\n", "log 13", honest, honest);
-  save(viz::line_plot(curves, {.title = "random targets: training loss vs decoding loss",
-                               .y_label = "cross-entropy (nats)"}),
-       out, "training_without_mask.png");
+  save_png(viz::line_plot(curves, {.title = "random targets: training loss vs decoding loss",
+                                   .y_label = "cross-entropy (nats)"}),
+           out + "/training_without_mask.png");
   check(std::abs(final_train[0] - honest) < 0.15f && std::abs(final_decode[0] - honest) < 0.15f,
         "masked: training and decoding loss both stay near log 13 = 2.565");
   if (quick)  // 150 steps: well on the way down, not always at the floor
@@ -675,8 +705,8 @@ void training_without_the_mask(bool quick, uint64_t seed, const std::string& out
 
 // ---- 5. A fully masked row ----
 
-void fully_masked_row(Checks& check) {
-  banner("5. A fully masked row");
+// The softmax of a row whose every score is -inf, by hand and by the library.
+void softmax_of_a_blocked_row(Checks& check) {
   // [snippet: naive-softmax]
   // A query whose every key is blocked: all its scores are -inf.
   const float row[3] = {-kInf, -kInf, -kInf};
@@ -711,9 +741,11 @@ void fully_masked_row(Checks& check) {
         "with -1e9 instead of -inf, the row spreads 1/3 over the keys it was to ignore");
   check(partly.at({0, 1}) == 0.0f,
         "while in a partly masked row -1e9 gives exactly 0, as -inf does");
+}
 
-  // One NaN spreads. Attention of 3 queries over 3 keys, query 2 with every key blocked and
-  // its output ignored by the loss (as a padded position is): the gradient should not care.
+// One NaN spreads. Attention of 3 queries over 3 keys, query 2 with every key blocked and its
+// output ignored by the loss (as a padded position is): the gradient should not care.
+void nan_spreads(Checks& check) {
   Rng rng(3);
   const Tensor scores = Tensor::randn({3, 3}, rng);
   const Tensor mask = Tensor::from({3, 3}, {0, 1, 1, 0, 0, 1, 1, 1, 1});
@@ -742,8 +774,10 @@ void fully_masked_row(Checks& check) {
         "through the naive softmax, every element of dL/dv is NaN, though query 2 was ignored");
   check(count_nan(v.grad()) == 0 && std::isfinite(loss.item()),
         "through gf::softmax, the loss and every gradient are finite");
+}
 
-  // Which batches have such a row? Every row of a right-padded batch sees key 0.
+// Which batches have such a row? Every row of a right-padded batch sees key 0.
+void which_batches_have_one(Checks& check) {
   const auto fully_masked_rows = [](const Tensor& mask4, int64_t rows, int64_t cols) {
     int64_t count = 0;  // rows of mask4 viewed as [rows, cols] with every entry 1
     for (int64_t r = 0; r < rows; ++r) {
@@ -768,6 +802,42 @@ void fully_masked_row(Checks& check) {
   check(right_rows == 0, "right-padded targets that start with <bos>: no fully masked row");
   check(left_rows == 2 && empty_rows == 4,
         "left padding under the look-ahead mask, or an empty sentence, makes some");
+}
+
+void fully_masked_row(Checks& check) {
+  banner("5. A fully masked row");
+  softmax_of_a_blocked_row(check);
+  nan_spreads(check);
+  which_batches_have_one(check);
+}
+
+// ---- Words and ids ----
+
+int32_t id_of(const std::string& word) {
+  const auto it = std::find(kVocab.begin(), kVocab.end(), word);
+  if (it == kVocab.end()) throw std::invalid_argument("lesson 03: no word \"" + word + "\"");
+  return static_cast<int32_t>(it - kVocab.begin());
+}
+
+// Sentences as one [B, length] batch, each padded on the right with <pad>.
+IndexTensor pad_batch(const std::vector<Words>& sentences, int64_t length) {
+  std::vector<int32_t> ids;
+  for (const Words& s : sentences)
+    for (int64_t i = 0; i < length; ++i)
+      ids.push_back(i < static_cast<int64_t>(s.size()) ? id_of(s[static_cast<size_t>(i)]) : kPad);
+  return IndexTensor::from({static_cast<int64_t>(sentences.size()), length}, ids);
+}
+
+// The words of row b of ids [B, L]: the heatmaps' labels.
+Words labels_of(const IndexTensor& ids, int64_t b) {
+  Words words;
+  for (int64_t i = 0; i < ids.shape()[1]; ++i)
+    words.push_back(kVocab[static_cast<size_t>(ids.at({b, i}))]);
+  return words;
+}
+
+std::string join(const Words& words) {
+  return fmt::format("{}", fmt::join(words, " "));
 }
 
 }  // namespace

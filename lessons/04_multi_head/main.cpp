@@ -18,7 +18,6 @@
 #include <cmath>
 #include <cstdint>
 #include <exception>
-#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -41,22 +40,9 @@ using namespace gf::lessons;
 
 namespace {
 
-// The shortest of several timed runs of f: the one least disturbed by whatever else runs.
-double fastest_of(int runs, const std::function<void()>& f) {
-  double best = 1e30;
-  for (int r = 0; r < runs; ++r) {
-    const auto start = std::chrono::steady_clock::now();
-    f();
-    best = std::min(best, seconds_since(start));
-  }
-  return best;
-}
-
-// One head's [T, T] probabilities out of attention probabilities [1, H, T, T].
-Tensor head_probs(const Tensor& probs, int64_t head) {
-  const int64_t t = probs.dim(2);
-  return reshape(slice(probs, 1, head, head + 1), {t, t});
-}
+// One head's [T, T] probabilities out of attention probabilities [1, H, T, T] (sections 2 and
+// 4; defined below them).
+Tensor head_probs(const Tensor& probs, int64_t head);
 
 // ---- 1. Heads by hand ----
 
@@ -165,6 +151,46 @@ ByHand heads_by_hand(nn::MultiHeadAttention& mha, const std::vector<std::string>
 
 // ---- 2. The reshape trick ----
 
+// The picture: q [B, T, D] and its [T, K] blocks in qh [B, H, T, K], one per head, on one
+// colour scale.
+void draw_head_blocks(const Tensor& q, const Tensor& qh, const std::vector<std::string>& words,
+                      const std::string& out_dir) {
+  const int64_t t = qh.dim(2), h = qh.dim(1), d_k = qh.dim(3), d_model = q.dim(2);
+  std::vector<std::string> cols;
+  for (int64_t i = 0; i < h; ++i)
+    for (int64_t c = 0; c < d_k; ++c) cols.push_back(fmt::format("{}.{}", i + 1, c + 1));
+  float lo = 0.0f, hi = 0.0f;
+  for (int64_t n = 0; n < q.numel(); ++n) {
+    lo = std::min(lo, q.data()[n]);
+    hi = std::max(hi, q.data()[n]);
+  }
+  const float range = std::ceil(std::max(-lo, hi) * 2.0f) / 2.0f;
+  const auto options = [&](std::string title, std::vector<std::string> col_labels) {
+    return viz::HeatmapOptions{.title = std::move(title),
+                               .row_labels = words,
+                               .col_labels = std::move(col_labels),
+                               .row_axis = "token",
+                               .col_axis = "feature (head.index)",
+                               .vmin = -range,
+                               .vmax = range,
+                               .cell_size = 50,
+                               .colour_bar = false,
+                               .show_values = true};
+  };
+  std::vector<viz::Image> panels = {
+      viz::heatmap(reshape(q, {t, d_model}), options("q = x W^Q + b  [T, D]", cols))};
+  for (int64_t i = 0; i < h; ++i) {
+    std::vector<std::string> block(cols.begin() + i * d_k, cols.begin() + (i + 1) * d_k);
+    panels.push_back(
+        viz::heatmap(reshape(slice(qh, 1, i, i + 1), {t, d_k}),
+                     options(fmt::format("head {} = qh[0, {}]  [T, K]", i + 1, i), block)));
+  }
+  const std::string path = out_dir + "/04_multi_head/reshape.png";
+  viz::write_png(viz::grid(panels, h + 1, "reshape + transpose: head i is column block i of q"),
+                 path);
+  fmt::print("  wrote {}\n", path);
+}
+
 void reshape_trick(nn::MultiHeadAttention& mha, const ByHand& hand,
                    const std::vector<std::string>& words, const std::string& out_dir,
                    Checks& check) {
@@ -251,40 +277,7 @@ void reshape_trick(nn::MultiHeadAttention& mha, const ByHand& hand,
   check(y_wrong.shape() == y.shape() && max_abs_diff(y_wrong, hand.output) > 0.1f,
         "without the transpose, every shape is right and y is wrong");
 
-  // The picture: q [T, D] and its two [T, K] blocks, heads 1 and 2, on one colour scale.
-  std::vector<std::string> cols;
-  for (int64_t i = 0; i < h; ++i)
-    for (int64_t c = 0; c < d_k; ++c) cols.push_back(fmt::format("{}.{}", i + 1, c + 1));
-  float lo = 0.0f, hi = 0.0f;
-  for (int64_t n = 0; n < q.numel(); ++n) {
-    lo = std::min(lo, q.data()[n]);
-    hi = std::max(hi, q.data()[n]);
-  }
-  const float range = std::ceil(std::max(-lo, hi) * 2.0f) / 2.0f;
-  const auto options = [&](std::string title, std::vector<std::string> col_labels) {
-    return viz::HeatmapOptions{.title = std::move(title),
-                               .row_labels = words,
-                               .col_labels = std::move(col_labels),
-                               .row_axis = "token",
-                               .col_axis = "feature (head.index)",
-                               .vmin = -range,
-                               .vmax = range,
-                               .cell_size = 50,
-                               .colour_bar = false,
-                               .show_values = true};
-  };
-  std::vector<viz::Image> panels = {
-      viz::heatmap(reshape(q, {t, d_model}), options("q = x W^Q + b  [T, D]", cols))};
-  for (int64_t i = 0; i < h; ++i) {
-    std::vector<std::string> block(cols.begin() + i * d_k, cols.begin() + (i + 1) * d_k);
-    panels.push_back(
-        viz::heatmap(reshape(slice(qh, 1, i, i + 1), {t, d_k}),
-                     options(fmt::format("head {} = qh[0, {}]  [T, K]", i + 1, i), block)));
-  }
-  const std::string path = out_dir + "/04_multi_head/reshape.png";
-  viz::write_png(viz::grid(panels, h + 1, "reshape + transpose: head i is column block i of q"),
-                 path);
-  fmt::print("  wrote {}\n", path);
+  draw_head_blocks(q, qh, words, out_dir);
 }
 
 // ---- 3. The same parameters for any h ----
@@ -448,6 +441,115 @@ float head_distance(const Tensor& p, int64_t i, int64_t j) {
   return static_cast<float>(d / static_cast<double>(b * kT));
 }
 
+// One model of h heads, trained: what section 4 prints, checks and draws of it.
+struct TrainedHeads {
+  std::vector<float> initial_weights{};  // before the first step
+  Accuracy held_out{};                   // on the held-out rings, after the last step
+  int64_t parameters = 0;
+  Tensor test_probs{};               // its attention on the held-out rings [B, H, T, T]
+  viz::Series curve{};               // held-out accuracy (both neighbours) while it trains
+  std::vector<viz::Image> panels{};  // one heatmap per head, on the example ring
+  double seconds = 0;                // the training's
+};
+
+// Trains a model of h heads for `steps` steps of Adam on fresh batches; every h starts from the
+// same weights and sees the same batches. test: the held-out rings; example: the ring drawn,
+// with its letters as labels.
+TrainedHeads train_heads(int64_t h, int steps, int batch, int eval_every, uint64_t seed,
+                         const NeighbourBatch& test, const NeighbourBatch& example,
+                         const std::vector<std::string>& labels) {
+  TrainedHeads r;
+  Rng rng(seed);
+  NeighbourModel model(h, rng);  // the same rng draws: the same initial weights for every h
+  for (const Tensor& p : model.parameters())
+    for (const float w : p.to_vector()) r.initial_weights.push_back(w);
+  nn::Adam adam(model.parameters(), {.lr = 0.02f});
+  viz::Series curve{.name = fmt::format("{} head{} of d_k = {}", h, h > 1 ? "s" : "", kD / h)};
+  const auto start = std::chrono::steady_clock::now();
+  const auto record = [&](int step) {  // accuracy on the held-out rings, for the plot
+    curve.xs.push_back(static_cast<float>(step));
+    curve.ys.push_back(100.0f * accuracy(model, test).both);
+  };
+  record(0);
+  // [snippet: training]
+  for (int step = 1; step <= steps; ++step) {
+    const NeighbourBatch data = random_batch(batch, rng);     // fresh rings every step
+    const Tensor logits = model.forward(data.x);              // [B, T, 2, V]
+    const Tensor loss = cross_entropy(logits, data.targets);  // targets [B, T, 2]: both answers
+    loss.backward();
+    adam.step();
+    adam.zero_grad();
+    if (step % eval_every == 0) record(step);
+  }
+  // [/snippet]
+  r.seconds = seconds_since(start);
+  r.held_out = accuracy(model, test);
+  r.parameters = model.parameter_count();
+  r.test_probs = attention_on(model, test.x);
+  r.curve = curve;
+
+  // One heatmap per head, on the example ring.
+  const Tensor probs = attention_on(model, example.x);  // [1, H, T, T]
+  for (int64_t i = 0; i < h; ++i)
+    r.panels.push_back(
+        viz::heatmap(head_probs(probs, i),
+                     {.title = h == 1 ? fmt::format("1 head, d_k = {}", kD)
+                                      : fmt::format("head {} of {}, d_k = {}", i + 1, h, kD / h),
+                      .row_labels = labels,
+                      .col_labels = labels,
+                      .value_label = "weight",
+                      .cell_size = 24,
+                      .colour_bar = i + 1 == h}));
+  return r;
+}
+
+// Where each head looks, printed: its mean attention weight by offset from the query, and how
+// far apart the heads of each model are. test_probs[m] is the attention [B, H, T, T] of the
+// model with head_counts[m] heads; returns mass_by_offset of each.
+std::vector<std::vector<std::array<float, 4>>> where_heads_look(
+    const std::vector<int64_t>& head_counts, const std::vector<Tensor>& test_probs) {
+  fmt::print("\n  where each head looks: its mean attention weight by offset from the query\n\n");
+  fmt::print("  {:>3} {:>5} {:>8} {:>8} {:>8} {:>10}\n", "h", "head", "t - 1", "t", "t + 1",
+             "elsewhere");
+  std::vector<std::vector<std::array<float, 4>>> mass;
+  for (size_t m = 0; m < head_counts.size(); ++m) {
+    mass.push_back(mass_by_offset(test_probs[m]));
+    for (size_t i = 0; i < mass[m].size(); ++i)
+      fmt::print("  {:>3} {:>5} {:>8.2f} {:>8.2f} {:>8.2f} {:>10.2f}\n", head_counts[m], i + 1,
+                 mass[m][i][0], mass[m][i][1], mass[m][i][2], mass[m][i][3]);
+  }
+  fmt::print("\n  distance between heads (total variation, 0 = same weights, 1 = disjoint):\n");
+  for (size_t m = 1; m < head_counts.size(); ++m) {
+    fmt::print("  h = {}:", head_counts[m]);
+    for (int64_t i = 0; i < head_counts[m]; ++i)
+      for (int64_t j = i + 1; j < head_counts[m]; ++j)
+        fmt::print("  {}-{} {:.2f}", i + 1, j + 1, head_distance(test_probs[m], i, j));
+    fmt::print("\n");
+  }
+  return mass;
+}
+
+// The pictures: the heatmaps of each model's heads, one row per model (rows[m], padded with
+// blank panels to the widest row), and the training curves.
+void draw_heads(const std::vector<std::vector<viz::Image>>& rows,
+                const std::vector<viz::Series>& curves, const std::string& out_dir) {
+  std::vector<viz::Image> all;
+  const size_t columns = rows.back().size();
+  for (const std::vector<viz::Image>& row : rows)
+    for (size_t i = 0; i < columns; ++i)
+      all.push_back(i < row.size() ? row[i] : viz::Image(row[0].width(), row[0].height()));
+  const std::string heads_path = out_dir + "/04_multi_head/heads.png";
+  viz::write_png(
+      viz::grid(all, static_cast<int64_t>(columns),
+                "name the letters before and after: one trained layer per row, one panel per head"),
+      heads_path);
+  const std::string curve_path = out_dir + "/04_multi_head/training.png";
+  viz::write_png(viz::line_plot(curves, {.title = "both neighbours named right (held-out rings)",
+                                         .y_label = "accuracy (%)"}),
+                 curve_path);
+  fmt::print("\n  wrote {}\n  wrote {}\n\n", heads_path, curve_path);
+}
+
 void heads_that_differ(bool quick, uint64_t seed, const std::string& out_dir, Checks& check) {
   banner("4. Heads that learn different things");
   const int steps = quick ? 160 : 300, batch = 32, eval_every = quick ? 20 : 10;
@@ -477,92 +579,22 @@ void heads_that_differ(bool quick, uint64_t seed, const std::string& out_dir, Ch
   std::vector<float> initial_weights;
   bool same_start = true;
   for (const int64_t h : head_counts) {
-    Rng rng(seed);
-    NeighbourModel model(h, rng);  // the same rng draws: the same initial weights for every h
-    std::vector<float> initial;
-    for (const Tensor& p : model.parameters())
-      for (const float w : p.to_vector()) initial.push_back(w);
-    same_start = same_start && (initial_weights.empty() || initial == initial_weights);
-    initial_weights = initial;
-    nn::Adam adam(model.parameters(), {.lr = 0.02f});
-    viz::Series curve{.name = fmt::format("{} head{} of d_k = {}", h, h > 1 ? "s" : "", kD / h)};
-    const auto start = std::chrono::steady_clock::now();
-    const auto record = [&](int step) {  // accuracy on the held-out rings, for the plot
-      curve.xs.push_back(static_cast<float>(step));
-      curve.ys.push_back(100.0f * accuracy(model, test).both);
-    };
-    record(0);
-    // [snippet: training]
-    for (int step = 1; step <= steps; ++step) {
-      const NeighbourBatch data = random_batch(batch, rng);     // fresh rings every step
-      const Tensor logits = model.forward(data.x);              // [B, T, 2, V]
-      const Tensor loss = cross_entropy(logits, data.targets);  // targets [B, T, 2]: both answers
-      loss.backward();
-      adam.step();
-      adam.zero_grad();
-      if (step % eval_every == 0) record(step);
-    }
-    // [/snippet]
-    const double seconds = seconds_since(start);
-    const Accuracy a = accuracy(model, test);
+    const TrainedHeads t = train_heads(h, steps, batch, eval_every, seed, test, example, labels);
+    same_start = same_start && (initial_weights.empty() || t.initial_weights == initial_weights);
+    initial_weights = t.initial_weights;
+    const Accuracy& a = t.held_out;
     results.push_back(a);
-    params.push_back(model.parameter_count());
-    test_probs.push_back(attention_on(model, test.x));
-    curves.push_back(curve);
+    params.push_back(t.parameters);
+    test_probs.push_back(t.test_probs);
+    curves.push_back(t.curve);
     fmt::print("  {:>3} {:>5} {:>11} {:>8.1f}% {:>8.1f}% {:>8.1f}% {:>6.2f} s\n", h, kD / h,
-               params.back(), 100 * a.before, 100 * a.after, 100 * a.both, seconds);
-
-    // One heatmap per head, on the example ring.
-    const Tensor probs = attention_on(model, example.x);  // [1, H, T, T]
-    std::vector<viz::Image> panels;
-    for (int64_t i = 0; i < h; ++i)
-      panels.push_back(
-          viz::heatmap(head_probs(probs, i),
-                       {.title = h == 1 ? fmt::format("1 head, d_k = {}", kD)
-                                        : fmt::format("head {} of {}, d_k = {}", i + 1, h, kD / h),
-                        .row_labels = labels,
-                        .col_labels = labels,
-                        .value_label = "weight",
-                        .cell_size = 24,
-                        .colour_bar = i + 1 == h}));
-    rows.push_back(panels);
+               params.back(), 100 * a.before, 100 * a.after, 100 * a.both, t.seconds);
+    rows.push_back(t.panels);
   }
 
-  fmt::print("\n  where each head looks: its mean attention weight by offset from the query\n\n");
-  fmt::print("  {:>3} {:>5} {:>8} {:>8} {:>8} {:>10}\n", "h", "head", "t - 1", "t", "t + 1",
-             "elsewhere");
-  std::vector<std::vector<std::array<float, 4>>> mass;
-  for (size_t m = 0; m < head_counts.size(); ++m) {
-    mass.push_back(mass_by_offset(test_probs[m]));
-    for (size_t i = 0; i < mass[m].size(); ++i)
-      fmt::print("  {:>3} {:>5} {:>8.2f} {:>8.2f} {:>8.2f} {:>10.2f}\n", head_counts[m], i + 1,
-                 mass[m][i][0], mass[m][i][1], mass[m][i][2], mass[m][i][3]);
-  }
-  fmt::print("\n  distance between heads (total variation, 0 = same weights, 1 = disjoint):\n");
-  for (size_t m = 1; m < head_counts.size(); ++m) {
-    fmt::print("  h = {}:", head_counts[m]);
-    for (int64_t i = 0; i < head_counts[m]; ++i)
-      for (int64_t j = i + 1; j < head_counts[m]; ++j)
-        fmt::print("  {}-{} {:.2f}", i + 1, j + 1, head_distance(test_probs[m], i, j));
-    fmt::print("\n");
-  }
-
-  // The picture: one row of panels per h, padded with blank panels to the widest row.
-  std::vector<viz::Image> all;
-  const size_t columns = rows.back().size();
-  for (const std::vector<viz::Image>& row : rows)
-    for (size_t i = 0; i < columns; ++i)
-      all.push_back(i < row.size() ? row[i] : viz::Image(row[0].width(), row[0].height()));
-  const std::string heads_path = out_dir + "/04_multi_head/heads.png";
-  viz::write_png(
-      viz::grid(all, static_cast<int64_t>(columns),
-                "name the letters before and after: one trained layer per row, one panel per head"),
-      heads_path);
-  const std::string curve_path = out_dir + "/04_multi_head/training.png";
-  viz::write_png(viz::line_plot(curves, {.title = "both neighbours named right (held-out rings)",
-                                         .y_label = "accuracy (%)"}),
-                 curve_path);
-  fmt::print("\n  wrote {}\n  wrote {}\n\n", heads_path, curve_path);
+  const std::vector<std::vector<std::array<float, 4>>> mass =
+      where_heads_look(head_counts, test_probs);
+  draw_heads(rows, curves, out_dir);
 
   const float goal = quick ? 0.9f : 0.99f;
   const auto& one = mass[0][0];
@@ -590,6 +622,13 @@ void heads_that_differ(bool quick, uint64_t seed, const std::string& out_dir, Ch
   check(std::max(results[0].before, results[0].after) >= (quick ? 0.6f : 0.9f) &&
             std::min(results[0].before, results[0].after) <= 0.5f,
         "from that average the read-out recovers one neighbour, not both");
+}
+
+// ---- Shared by sections 2 and 4 ----
+
+Tensor head_probs(const Tensor& probs, int64_t head) {
+  const int64_t t = probs.dim(2);
+  return reshape(slice(probs, 1, head, head + 1), {t, t});
 }
 
 }  // namespace

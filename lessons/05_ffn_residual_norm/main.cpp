@@ -41,12 +41,6 @@ using namespace gf::lessons;
 
 namespace {
 
-float norm(const Tensor& t) {
-  double s = 0.0;
-  for (int64_t i = 0; i < t.numel(); ++i) s += static_cast<double>(t.data()[i]) * t.data()[i];
-  return static_cast<float>(std::sqrt(s));
-}
-
 // ---- 1. The position-wise FFN ----
 
 void feed_forward(Rng& rng, Checks& check) {
@@ -127,6 +121,13 @@ void feed_forward(Rng& rng, Checks& check) {
 }
 
 // ---- 2. Residual connections ----
+
+// The Euclidean norm of all of t's elements.
+float norm(const Tensor& t) {
+  double s = 0.0;
+  for (int64_t i = 0; i < t.numel(); ++i) s += static_cast<double>(t.data()[i]) * t.data()[i];
+  return static_cast<float>(std::sqrt(s));
+}
 
 // [snippet: residual-stack]
 // A stack of L sub-layers f_i(h) = tanh(h W_i^T + b_i), with or without the residual path.
@@ -296,16 +297,20 @@ void draw_slices(const std::string& path) {
       path);
 }
 
-void layer_norm_vs_batch_norm(bool quick, Rng& rng, const std::string& out_dir, Checks& check) {
-  banner("3. LayerNorm versus BatchNorm");
-  const std::string slices_path = out_dir + "/05_ffn_residual_norm/slices.png";
-  draw_slices(slices_path);
-  fmt::print("  wrote {}\n\n", slices_path);
+// What the normalisations make of one token in different company: d1 of the probe token after
+// each of them, and d1's batch mean, over real tokens and over all cells, batch by batch.
+struct Drift {
+  viz::Series ln{}, bnm{}, bnp{};       // the probe token's d1: LayerNorm, BatchNorm (masked, not)
+  viz::Series mean_real{}, mean_all{};  // d1's batch mean
+  bool ln_same = true;                  // LayerNorm gave the probe token the same numbers
+  bool padding_pulls = true;            // in every padded batch, padding lowered d1's mean
+};
 
-  const int64_t batches = quick ? 12 : 40, batch = 4, probe_t = 2;
-  const std::vector<float> probe_sentence = sentence(5, rng);  // the same sentence every batch
-  nn::LayerNorm layer_norm(kD);
-  nn::BatchNorm bn_masked(kD), bn_plain(kD);
+// `batches` batches of the probe sentence and batch - 1 random sentences of 2 to 40 tokens,
+// through the three normalisations in training mode; prints the first 10 as a table.
+Drift norms_on_batches(const std::vector<float>& probe_sentence, int64_t batches, int64_t batch,
+                       int64_t probe_t, Rng& rng, nn::LayerNorm& layer_norm,
+                       nn::BatchNorm& bn_masked, nn::BatchNorm& bn_plain) {
   // The probe sentence alone: LayerNorm's answer for it, with no batch around it.
   const Tensor alone = layer_norm.forward(Tensor::from({1, 5, kD}, probe_sentence));
   const auto probe_row = [&](const Tensor& y) {  // [B, T, D] -> the probe token's D outputs
@@ -365,19 +370,19 @@ void layer_norm_vs_batch_norm(bool quick, Rng& rng, const std::string& out_dir, 
                  k + 1, lengths, 100.0 * (1.0 - real_count / static_cast<double>(cells)), m_real,
                  m_all, ln.ys.back(), bnm.ys.back(), bnp.ys.back());
   }
-  const auto spread = [](const viz::Series& s) {
-    const auto [lo, hi] = std::minmax_element(s.ys.begin(), s.ys.end());
-    return *hi - *lo;
-  };
-  fmt::print("  ...\n\n  probe token, feature d1, spread (max - min) over {} batches:\n", batches);
-  fmt::print("    LayerNorm {:.4f}, BatchNorm masked {:.4f}, BatchNorm padding counted {:.4f}\n",
-             spread(ln), spread(bnm), spread(bnp));
-  fmt::print(
-      "  BatchNorm's running statistics of d1 after {} batches:\n"
-      "    masked: mean {:.3f}, var {:.3f}; padding counted: mean {:.3f}, var {:.3f}\n\n",
-      batches, bn_masked.running_mean.at({0}), bn_masked.running_var.at({0}),
-      bn_plain.running_mean.at({0}), bn_plain.running_var.at({0}));
+  return {.ln = ln,
+          .bnm = bnm,
+          .bnp = bnp,
+          .mean_real = mean_real,
+          .mean_all = mean_all,
+          .ln_same = ln_same,
+          .padding_pulls = padding_pulls};
+}
 
+// The probe token's d1 and the batch means of d1, batch after batch.
+void draw_drift(const Drift& drift, const std::string& out_dir) {
+  const viz::Series &ln = drift.ln, &bnm = drift.bnm, &bnp = drift.bnp;
+  const viz::Series &mean_real = drift.mean_real, &mean_all = drift.mean_all;
   const std::string drift_path = out_dir + "/05_ffn_residual_norm/drift.png";
   viz::write_png(
       viz::grid(
@@ -394,8 +399,15 @@ void layer_norm_vs_batch_norm(bool quick, Rng& rng, const std::string& out_dir, 
           2, "the same sentence in different batches (training mode)"),
       drift_path);
   fmt::print("  wrote {}\n\n", drift_path);
+}
 
-  // A sentence far longer than any seen in training, in eval mode (running statistics).
+// The largest |output| of each normalisation on one sentence.
+struct Largest {
+  float batch_norm = 0, layer_norm = 0;
+};
+
+// A sentence far longer than any seen in training, in eval mode (running statistics).
+Largest on_a_long_sentence(Rng& rng, nn::LayerNorm& layer_norm, nn::BatchNorm& bn_masked) {
   bn_masked.eval();
   NoGrad no_grad;
   const int64_t long_len = 200;
@@ -413,17 +425,51 @@ void layer_norm_vs_batch_norm(bool quick, Rng& rng, const std::string& out_dir, 
       "    largest |output|: BatchNorm {:.1f}, LayerNorm {:.2f} (never above sqrt(D - 1) "
       "= {:.2f})\n\n",
       bn_max, ln_max, bound);
+  return {.batch_norm = bn_max, .layer_norm = ln_max};
+}
 
-  check(ln_same, fmt::format("LayerNorm gives the probe token the same {} numbers, bit for bit, in "
-                             "all {} batches and alone",
-                             kD, batches));
-  check(spread(bnm) > 0.2f, fmt::format("BatchNorm (masked) moves the same token by {:.2f} from "
-                                        "batch to batch",
-                                        spread(bnm)));
+void layer_norm_vs_batch_norm(bool quick, Rng& rng, const std::string& out_dir, Checks& check) {
+  banner("3. LayerNorm versus BatchNorm");
+  const std::string slices_path = out_dir + "/05_ffn_residual_norm/slices.png";
+  draw_slices(slices_path);
+  fmt::print("  wrote {}\n\n", slices_path);
+
+  const int64_t batches = quick ? 12 : 40, batch = 4, probe_t = 2;
+  const std::vector<float> probe_sentence = sentence(5, rng);  // the same sentence every batch
+  nn::LayerNorm layer_norm(kD);
+  nn::BatchNorm bn_masked(kD), bn_plain(kD);
+  const Drift drift = norms_on_batches(probe_sentence, batches, batch, probe_t, rng, layer_norm,
+                                       bn_masked, bn_plain);
+  const auto spread = [](const viz::Series& s) {
+    const auto [lo, hi] = std::minmax_element(s.ys.begin(), s.ys.end());
+    return *hi - *lo;
+  };
+  fmt::print("  ...\n\n  probe token, feature d1, spread (max - min) over {} batches:\n", batches);
+  fmt::print("    LayerNorm {:.4f}, BatchNorm masked {:.4f}, BatchNorm padding counted {:.4f}\n",
+             spread(drift.ln), spread(drift.bnm), spread(drift.bnp));
+  fmt::print(
+      "  BatchNorm's running statistics of d1 after {} batches:\n"
+      "    masked: mean {:.3f}, var {:.3f}; padding counted: mean {:.3f}, var {:.3f}\n\n",
+      batches, bn_masked.running_mean.at({0}), bn_masked.running_var.at({0}),
+      bn_plain.running_mean.at({0}), bn_plain.running_var.at({0}));
+
+  draw_drift(drift, out_dir);
+  const Largest largest = on_a_long_sentence(rng, layer_norm, bn_masked);
+  const float bn_max = largest.batch_norm, ln_max = largest.layer_norm;
+  const float bound = std::sqrt(static_cast<float>(kD - 1));
+
+  check(drift.ln_same,
+        fmt::format("LayerNorm gives the probe token the same {} numbers, bit for bit, in "
+                    "all {} batches and alone",
+                    kD, batches));
+  check(spread(drift.bnm) > 0.2f,
+        fmt::format("BatchNorm (masked) moves the same token by {:.2f} from "
+                    "batch to batch",
+                    spread(drift.bnm)));
   check(bn_plain.running_mean.at({0}) < 0.75f * bn_masked.running_mean.at({0}),
         fmt::format("counting padding, the running mean of d1 learns {:.2f} instead of {:.2f}",
                     bn_plain.running_mean.at({0}), bn_masked.running_mean.at({0})));
-  check(padding_pulls, "in every padded batch the zeros drag feature d1's mean down");
+  check(drift.padding_pulls, "in every padded batch the zeros drag feature d1's mean down");
   check(bn_max > 3.0f * bound && ln_max <= bound + 1e-4f,
         fmt::format("on the long sentence BatchNorm's running statistics give {:.1f}; "
                     "LayerNorm stays within {:.2f}",

@@ -38,23 +38,13 @@ using namespace gf::lessons;
 
 namespace {
 
-// The Euclidean norm of row r of a [rows, D] tensor, in double.
-double row_norm(const Tensor& m, int64_t r) {
-  const int64_t d = m.dim(1);
-  double s = 0.0;
-  for (int64_t c = 0; c < d; ++c) {
-    const double v = m.data()[r * d + c];
-    s += v * v;
-  }
-  return std::sqrt(s);
-}
+// ---- 1. The sinusoid table ----
 
-// The angular frequency of the sinusoid pair (2i, 2i + 1): 1 / 10000^(2i / D).
+// The angular frequency of the sinusoid pair (2i, 2i + 1): 1 / 10000^(2i / D). Section 2
+// uses it too.
 double frequency(int64_t i, int64_t d_model) {
   return std::pow(10000.0, -static_cast<double>(2 * i) / static_cast<double>(d_model));
 }
-
-// ---- 1. The sinusoid table ----
 
 void sinusoid_table(const std::string& out_dir, Checks& check) {
   banner("1. The sinusoid table");
@@ -293,17 +283,33 @@ void attention_without_order(uint64_t seed, const std::string& out_dir, Checks& 
 
 // ---- 4. Why multiply by sqrt(d_model) ----
 
-void why_sqrt_d(bool quick, uint64_t seed, const std::string& out_dir, Checks& check) {
-  banner("4. Why multiply by sqrt(d_model)");
-  const std::vector<int64_t> dims =
-      quick ? std::vector<int64_t>{64, 128} : std::vector<int64_t>{64, 128, 256, 512};
-  const std::vector<int64_t> vocabs = {11, 37000};
+// The Euclidean norm of row r of a [rows, D] tensor, in double.
+double row_norm(const Tensor& m, int64_t r) {
+  const int64_t d = m.dim(1);
+  double s = 0.0;
+  for (int64_t c = 0; c < d; ++c) {
+    const double v = m.data()[r * d + c];
+    s += v * v;
+  }
+  return std::sqrt(s);
+}
+
+// Embeddings as nn::Embedding initialises them (Xavier uniform) for each vocabulary size and
+// d_model, against the positional codes: their mean row norms, printed as a table, and the
+// curves of section 4's picture.
+struct XavierNorms {
+  std::vector<viz::Series> series{};  // per vocabulary: the rows' norm, and x sqrt(D)
+  viz::Series pe_curve{};             // the positional codes' rows
+  bool pe_exact = true, xavier_matches = true, positions_dominate = true, scaled_closer = true;
+};
+
+XavierNorms xavier_embeddings(const std::vector<int64_t>& dims, const std::vector<int64_t>& vocabs,
+                              Rng& rng) {
   fmt::print("  mean row norm (over all rows); PE: positions 0..99\n\n");
   fmt::print("  {:>5} {:>6} {:>10} {:>13} {:>13} {:>13} {:>11}\n", "D", "V", "PE row", "Xavier row",
              "x sqrt(D)", "PE / emb", "PE / emb");
   fmt::print("  {:>5} {:>6} {:>10} {:>13} {:>13} {:>13} {:>11}\n", "", "", "sqrt(D/2)", "", "",
              "unscaled", "scaled");
-  Rng rng(seed);
   std::vector<viz::Series> series;
   viz::Series pe_curve{.name = "PE row: sqrt(D/2)", .colour = viz::Rgb{0, 0, 0}};
   bool pe_exact = true, xavier_matches = true, positions_dominate = true, scaled_closer = true;
@@ -347,7 +353,22 @@ void why_sqrt_d(bool quick, uint64_t seed, const std::string& out_dir, Checks& c
     series.push_back(scaled);
   }
 
-  // The initialisation of the authors' released code: N(0, 1/D) entries, rows of norm ~1.
+  return {.series = series,
+          .pe_curve = pe_curve,
+          .pe_exact = pe_exact,
+          .xavier_matches = xavier_matches,
+          .positions_dominate = positions_dominate,
+          .scaled_closer = scaled_closer};
+}
+
+// The initialisation of the authors' released code: N(0, 1/D) entries, rows of norm ~1, and
+// what they give as the tied output layer; printed as a table.
+struct NormalNorms {
+  viz::Series normal_scaled{};  // the rows' norm x sqrt(D)
+  bool balanced = true, logits_ok = true;
+};
+
+NormalNorms normal_embeddings(const std::vector<int64_t>& dims, Rng& rng) {
   fmt::print("\n  embeddings drawn from N(0, 1/D) instead (rows of norm ~1), V = 37000:\n\n");
   fmt::print("  {:>5} {:>10} {:>10} {:>11} {:>15} {:>15}\n", "D", "PE row", "emb row", "x sqrt(D)",
              "tied logits std", "logits std if");
@@ -387,21 +408,34 @@ void why_sqrt_d(bool quick, uint64_t seed, const std::string& out_dir, Checks& c
     normal_scaled.xs.push_back(static_cast<float>(d));
     normal_scaled.ys.push_back(static_cast<float>(scaled));
   }
+  return {.normal_scaled = normal_scaled, .balanced = balanced, .logits_ok = logits_ok};
+}
+
+void why_sqrt_d(bool quick, uint64_t seed, const std::string& out_dir, Checks& check) {
+  banner("4. Why multiply by sqrt(d_model)");
+  const std::vector<int64_t> dims =
+      quick ? std::vector<int64_t>{64, 128} : std::vector<int64_t>{64, 128, 256, 512};
+  const std::vector<int64_t> vocabs = {11, 37000};
+  Rng rng(seed);
+  const XavierNorms xavier = xavier_embeddings(dims, vocabs, rng);
+  const NormalNorms normal = normal_embeddings(dims, rng);
   fmt::print("\n");
-  check(pe_exact, "every positional code row has norm sqrt(D/2) exactly (1e-4 relative)");
-  check(xavier_matches, "Xavier rows have norm sqrt(2D / (V + D)) within 5%");
-  check(positions_dominate,
+  check(xavier.pe_exact, "every positional code row has norm sqrt(D/2) exactly (1e-4 relative)");
+  check(xavier.xavier_matches, "Xavier rows have norm sqrt(2D / (V + D)) within 5%");
+  check(xavier.positions_dominate,
         "unscaled Xavier rows are at least 2x shorter than PE rows, for "
         "every D and V here");
-  check(scaled_closer,
+  check(xavier.scaled_closer,
         "x sqrt(D) always brings the embedding closer to the positions' size (in ratio)");
-  check(balanced, "N(0, 1/D) rows x sqrt(D) have norm sqrt(D) ~ sqrt(2) x the PE norm, at every D");
-  check(logits_ok,
+  check(normal.balanced,
+        "N(0, 1/D) rows x sqrt(D) have norm sqrt(D) ~ sqrt(2) x the PE norm, at every D");
+  check(normal.logits_ok,
         "with those rows as the tied output layer, logits have std ~1 (within 5%); "
         "rows of norm sqrt(D) would give std sqrt(D)");
 
-  series.push_back(normal_scaled);
-  series.push_back(pe_curve);
+  std::vector<viz::Series> series = xavier.series;
+  series.push_back(normal.normal_scaled);
+  series.push_back(xavier.pe_curve);
   const std::string path = out_dir + "/06_positions/norms.png";
   viz::write_png(viz::line_plot(series, {.title = "row norms of embeddings and positional codes",
                                          .x_label = "d_model",

@@ -44,32 +44,10 @@ namespace {
 const std::vector<std::string> kVocab = {"<pad>", "<s>", "</s>", "the", "cat", "sat",
                                          "on",    "a",   "mat",  "dog", "ran"};
 
-int32_t id_of(const std::string& word) {
-  return static_cast<int32_t>(std::find(kVocab.begin(), kVocab.end(), word) - kVocab.begin());
-}
-
-// A batch of sentences, padded with <pad> to the longest: ids [B, L].
-IndexTensor batch_of(const std::vector<std::vector<std::string>>& sentences) {
-  size_t longest = 0;
-  for (const auto& s : sentences) longest = std::max(longest, s.size());
-  std::vector<int32_t> ids;
-  for (const auto& s : sentences)
-    for (size_t i = 0; i < longest; ++i) ids.push_back(i < s.size() ? id_of(s[i]) : 0);
-  return IndexTensor::from({static_cast<int64_t>(sentences.size()), static_cast<int64_t>(longest)},
-                           ids);
-}
-
-std::vector<std::string> words_of(const IndexTensor& ids, int64_t row) {
-  std::vector<std::string> words;
-  const int64_t len = ids.shape()[1];
-  for (int64_t i = 0; i < len; ++i)
-    words.push_back(kVocab[static_cast<size_t>(ids.data()[row * len + i])]);
-  return words;
-}
-
-std::string shape_of(const Tensor& t) {
-  return fmt::format("{}", t.shape());
-}
+// Sentences as ids and back, and shapes as text; defined below the sections.
+IndexTensor batch_of(const std::vector<std::vector<std::string>>& sentences);  // [B, L], padded
+std::vector<std::string> words_of(const IndexTensor& ids, int64_t row);
+std::string shape_of(const Tensor& t);  // "[2, 7, 16]"
 
 // ---- 1. The stacks assembled ----
 
@@ -129,18 +107,9 @@ struct Batch {
   IndexTensor src, tgt_in;
 };
 
-// One decoder layer written out: the three sub-layers, each wrapped as LayerNorm(x + f(x)).
+// One decoder layer written out (defined below shapes_through, which uses it).
 Tensor decoder_layer_by_hand(DecoderLayer& layer, const Tensor& y, const Tensor& memory,
-                             const Tensor& src_mask, const Tensor& tgt_mask) {
-  // [snippet: decoder-layer]
-  // 1. masked self-attention: queries, keys and values all from y       [B, T, D]
-  Tensor x = layer.norm1.forward(y + layer.self_attn.forward(y, y, tgt_mask));
-  // 2. encoder-decoder attention: queries from x, keys and values from memory [B, S, D]
-  x = layer.norm2.forward(x + layer.cross_attn.forward(x, memory, src_mask));
-  // 3. the position-wise feed-forward network                            [B, T, D]
-  return layer.norm3.forward(x + layer.ffn.forward(x));
-  // [/snippet]
-}
+                             const Tensor& src_mask, const Tensor& tgt_mask);
 
 void shapes_through(Transformer& model, const Batch& batch, Checks& check) {
   banner("2. Shapes through the model");
@@ -200,6 +169,19 @@ void shapes_through(Transformer& model, const Batch& batch, Checks& check) {
         fmt::format("y E^T equals model.forward(src, tgt_in) (max diff {:.1e})", d_logits));
 }
 
+// One decoder layer written out: the three sub-layers, each wrapped as LayerNorm(x + f(x)).
+Tensor decoder_layer_by_hand(DecoderLayer& layer, const Tensor& y, const Tensor& memory,
+                             const Tensor& src_mask, const Tensor& tgt_mask) {
+  // [snippet: decoder-layer]
+  // 1. masked self-attention: queries, keys and values all from y       [B, T, D]
+  Tensor x = layer.norm1.forward(y + layer.self_attn.forward(y, y, tgt_mask));
+  // 2. encoder-decoder attention: queries from x, keys and values from memory [B, S, D]
+  x = layer.norm2.forward(x + layer.cross_attn.forward(x, memory, src_mask));
+  // 3. the position-wise feed-forward network                            [B, T, D]
+  return layer.norm3.forward(x + layer.ffn.forward(x));
+  // [/snippet]
+}
+
 // ---- 3. The three uses of attention ----
 
 // One head's [rows, cols] probabilities for batch row b out of attention [B, H, rows, cols].
@@ -208,32 +190,21 @@ Tensor one_map(const Tensor& probs, int64_t b, int64_t head) {
   return reshape(m, {probs.dim(2), probs.dim(3)});
 }
 
-void three_uses(Transformer& model, const Batch& batch, const std::string& out_dir, Checks& check) {
-  banner("3. The three uses of attention");
-  NoGrad no_grad;
-  // [snippet: record]
-  model.record_attention(true);
-  model.forward(batch.src, batch.tgt_in);  // every attention module keeps its probabilities
-  const std::vector<Tensor> enc_self = model.attention(AttentionKind::EncoderSelf);
-  const std::vector<Tensor> dec_self = model.attention(AttentionKind::DecoderSelf);
-  const std::vector<Tensor> cross = model.attention(AttentionKind::Cross);
-  model.record_attention(false);
-  // [/snippet]
+// The claims about the three uses, measured over every layer, batch row, head and query.
+struct AttentionExtremes {
+  float above_diagonal = 0.0f;  // the largest weight on a later position (decoder self)
+  float on_pad = 0.0f;          // the largest weight on a <pad> key
+  float worst_row_sum = 0.0f;   // the largest |row sum - 1|
+};
 
-  fmt::print("  {:<18} {:<22} {:<22} {:<18} {}\n", "use", "queries from", "keys, values from",
-             "mask", "probabilities");
-  fmt::print("  {:<18} {:<22} {:<22} {:<18} {}\n", "encoder self", "encoder layer below",
-             "encoder layer below", "source <pad>", shape_of(enc_self[0]) + "  [B,H,S,S]");
-  fmt::print("  {:<18} {:<22} {:<22} {:<18} {}\n", "decoder self", "decoder layer below",
-             "decoder layer below", "future + <pad>", shape_of(dec_self[0]) + "  [B,H,T,T]");
-  fmt::print("  {:<18} {:<22} {:<22} {:<18} {}\n", "encoder-decoder", "decoder sub-layer 1",
-             "encoder output", "source <pad>", shape_of(cross[0]) + "  [B,H,T,S]");
-
+AttentionExtremes scan_attention(const Transformer& model, const Batch& batch,
+                                 const std::vector<Tensor>& enc_self,
+                                 const std::vector<Tensor>& dec_self,
+                                 const std::vector<Tensor>& cross) {
   const IndexTensor& src = batch.src;
   const IndexTensor& tgt = batch.tgt_in;
-  const int64_t bsz = src.shape()[0], s_len = src.shape()[1], t_len = tgt.shape()[1];
+  const int64_t bsz = src.shape()[0];
   const int64_t heads = model.config.heads;
-  // Measure the claims over every layer, batch row, head and query.
   float above_diagonal = 0.0f, on_pad = 0.0f, worst_row_sum = 0.0f;
   const auto scan = [&](const std::vector<Tensor>& maps, const IndexTensor& keys, bool causal) {
     for (const Tensor& p : maps) {
@@ -261,7 +232,16 @@ void three_uses(Transformer& model, const Batch& batch, const std::string& out_d
       "<pad> key {}, largest |row sum - 1| {:.1e}\n\n",
       above_diagonal, on_pad, worst_row_sum);
 
-  // The picture: the three maps of head 1 in the last layer, for each sentence of the batch.
+  return {.above_diagonal = above_diagonal, .on_pad = on_pad, .worst_row_sum = worst_row_sum};
+}
+
+// The picture: the three maps of head 1 in the last layer, for each sentence of the batch.
+void draw_three_uses(const Batch& batch, const std::vector<Tensor>& enc_self,
+                     const std::vector<Tensor>& dec_self, const std::vector<Tensor>& cross,
+                     const std::string& out_dir) {
+  const IndexTensor& src = batch.src;
+  const IndexTensor& tgt = batch.tgt_in;
+  const int64_t bsz = src.shape()[0];
   std::vector<viz::Image> panels;
   for (int64_t b = 0; b < bsz; ++b) {
     const std::vector<std::string> s_words = words_of(src, b), t_words = words_of(tgt, b);
@@ -291,25 +271,14 @@ void three_uses(Transformer& model, const Batch& batch, const std::string& out_d
                            "(untrained, last layer, head 1)"),
                  path);
   fmt::print("  wrote {}\n\n", path);
+}
 
-  bool shapes_ok = enc_self.size() == model.encoder.layers.size() &&
-                   dec_self.size() == model.decoder.layers.size() &&
-                   cross.size() == model.decoder.layers.size();
-  for (size_t i = 0; i < enc_self.size(); ++i)
-    shapes_ok = shapes_ok && enc_self[i].shape() == Shape({bsz, heads, s_len, s_len});
-  for (size_t i = 0; i < cross.size(); ++i)
-    shapes_ok = shapes_ok && dec_self[i].shape() == Shape({bsz, heads, t_len, t_len}) &&
-                cross[i].shape() == Shape({bsz, heads, t_len, s_len});
-  check(shapes_ok,
-        "one map per layer: encoder self [B,H,S,S], decoder self [B,H,T,T], "
-        "cross [B,H,T,S]");
-  check(above_diagonal == 0.0f,
-        "decoder self-attention is lower-triangular: no weight on a later position");
-  check(on_pad == 0.0f, "no query in any of the three puts weight on a <pad> key");
-  check(worst_row_sum <= 1e-5f,
-        "every row sums to 1: over the source (encoder self, cross) or the target prefix");
-
-  // Cross-attention by hand: queries from the decoder, keys and values from the memory.
+// Cross-attention by hand: queries from the decoder, keys and values from the memory.
+void keys_set_the_columns(Transformer& model, const Batch& batch, Checks& check) {
+  const IndexTensor& src = batch.src;
+  const IndexTensor& tgt = batch.tgt_in;
+  const int64_t bsz = src.shape()[0], s_len = src.shape()[1], t_len = tgt.shape()[1];
+  const int64_t heads = model.config.heads;
   const Tensor src_mask = nn::padding_mask(src, model.config.pad_id);
   const Tensor memory = model.encode(src, src_mask);
   DecoderLayer& first = *model.decoder.layers[0];
@@ -325,6 +294,53 @@ void three_uses(Transformer& model, const Batch& batch, const std::string& out_d
         fmt::format("the same module gives {} with memory as keys and {} with the target as "
                     "keys: the key source sets the columns",
                     shape_of(with_memory), shape_of(with_itself)));
+}
+
+void three_uses(Transformer& model, const Batch& batch, const std::string& out_dir, Checks& check) {
+  banner("3. The three uses of attention");
+  NoGrad no_grad;
+  // [snippet: record]
+  model.record_attention(true);
+  model.forward(batch.src, batch.tgt_in);  // every attention module keeps its probabilities
+  const std::vector<Tensor> enc_self = model.attention(AttentionKind::EncoderSelf);
+  const std::vector<Tensor> dec_self = model.attention(AttentionKind::DecoderSelf);
+  const std::vector<Tensor> cross = model.attention(AttentionKind::Cross);
+  model.record_attention(false);
+  // [/snippet]
+
+  fmt::print("  {:<18} {:<22} {:<22} {:<18} {}\n", "use", "queries from", "keys, values from",
+             "mask", "probabilities");
+  fmt::print("  {:<18} {:<22} {:<22} {:<18} {}\n", "encoder self", "encoder layer below",
+             "encoder layer below", "source <pad>", shape_of(enc_self[0]) + "  [B,H,S,S]");
+  fmt::print("  {:<18} {:<22} {:<22} {:<18} {}\n", "decoder self", "decoder layer below",
+             "decoder layer below", "future + <pad>", shape_of(dec_self[0]) + "  [B,H,T,T]");
+  fmt::print("  {:<18} {:<22} {:<22} {:<18} {}\n", "encoder-decoder", "decoder sub-layer 1",
+             "encoder output", "source <pad>", shape_of(cross[0]) + "  [B,H,T,S]");
+
+  const AttentionExtremes extremes = scan_attention(model, batch, enc_self, dec_self, cross);
+  draw_three_uses(batch, enc_self, dec_self, cross, out_dir);
+
+  const int64_t bsz = batch.src.shape()[0], s_len = batch.src.shape()[1],
+                t_len = batch.tgt_in.shape()[1];
+  const int64_t heads = model.config.heads;
+  bool shapes_ok = enc_self.size() == model.encoder.layers.size() &&
+                   dec_self.size() == model.decoder.layers.size() &&
+                   cross.size() == model.decoder.layers.size();
+  for (size_t i = 0; i < enc_self.size(); ++i)
+    shapes_ok = shapes_ok && enc_self[i].shape() == Shape({bsz, heads, s_len, s_len});
+  for (size_t i = 0; i < cross.size(); ++i)
+    shapes_ok = shapes_ok && dec_self[i].shape() == Shape({bsz, heads, t_len, t_len}) &&
+                cross[i].shape() == Shape({bsz, heads, t_len, s_len});
+  check(shapes_ok,
+        "one map per layer: encoder self [B,H,S,S], decoder self [B,H,T,T], "
+        "cross [B,H,T,S]");
+  check(extremes.above_diagonal == 0.0f,
+        "decoder self-attention is lower-triangular: no weight on a later position");
+  check(extremes.on_pad == 0.0f, "no query in any of the three puts weight on a <pad> key");
+  check(extremes.worst_row_sum <= 1e-5f,
+        "every row sums to 1: over the source (encoder self, cross) or the target prefix");
+
+  keys_set_the_columns(model, batch, check);
 }
 
 // ---- 4. Parameter counts ----
@@ -362,21 +378,14 @@ std::string millions(int64_t n) {
   return fmt::format("{:.2f}M", static_cast<double>(n) / 1e6);
 }
 
-void parameter_counts(const Transformer& toy, bool quick, uint64_t seed, const std::string& out_dir,
-                      Checks& check) {
-  banner("4. Parameter counts");
-  const TransformerConfig base{};  // Table 3's base model, V = 37000
-  TransformerConfig big = base;
-  big.d_model = 1024;
-  big.d_ff = 4096;
-  big.heads = 16;
-  const Sizes t = count_by_formula(toy.config), b = count_by_formula(base),
-              g = count_by_formula(big);
+// The formula's counts side by side for the toy, the base and the big model, and the paper's.
+void print_counts(const TransformerConfig& toy, const TransformerConfig& base,
+                  const TransformerConfig& big, const Sizes& t, const Sizes& b, const Sizes& g) {
   fmt::print("  {:<32} {:>10} {:>12} {:>12}\n", "", "toy", "base", "big");
   const auto row = [](const char* what, int64_t a, int64_t c, int64_t d) {
     fmt::print("  {:<32} {:>10} {:>12} {:>12}\n", what, a, c, d);
   };
-  const TransformerConfig& c = toy.config;  // the toy
+  const TransformerConfig& c = toy;
   row("V (vocabulary)", c.vocab_size, base.vocab_size, big.vocab_size);
   row("D (d_model)", c.d_model, base.d_model, big.d_model);
   row("d_ff", c.d_ff, base.d_ff, big.d_ff);
@@ -394,6 +403,72 @@ void parameter_counts(const Transformer& toy, bool quick, uint64_t seed, const s
   fmt::print("  {:<32} {:>10} {:>12} {:>12}\n", "in millions", millions(t.total), millions(b.total),
              millions(g.total));
   fmt::print("  {:<32} {:>10} {:>12} {:>12}\n", "the paper (Table 3)", "", "65M", "213M");
+}
+
+// Where the parameters live: the share of each component, toy vs base, in percent, printed and
+// drawn. Rows: embedding, encoder self-attention and feed-forward, decoder self-attention,
+// cross-attention and feed-forward, all LayerNorms.
+struct Shares {
+  std::vector<float> toy, base;
+};
+
+Shares where_parameters_live(const Sizes& t, const TransformerConfig& toy_config, const Sizes& b,
+                             const TransformerConfig& base, const std::string& out_dir) {
+  const auto shares = [](const Sizes& n, const TransformerConfig& config) {
+    const double total = static_cast<double>(n.total);
+    const auto pc = [&](int64_t x) {
+      return static_cast<float>(100.0 * static_cast<double>(x) / total);
+    };
+    const int64_t ne = config.encoder_layers, nd = config.decoder_layers;
+    return std::vector<float>{pc(n.embedding),
+                              pc(ne * n.attention),
+                              pc(ne * n.ffn),
+                              pc(nd * n.attention),
+                              pc(nd * n.attention),
+                              pc(nd * n.ffn),
+                              pc((2 * ne + 3 * nd) * n.norm)};
+  };
+  const std::vector<std::string> parts = {"embedding (tied)",        "encoder self-attention",
+                                          "encoder feed-forward",    "decoder self-attention",
+                                          "decoder cross-attention", "decoder feed-forward",
+                                          "LayerNorms (all)"};
+  const std::vector<float> s_toy = shares(t, toy_config), s_base = shares(b, base);
+  std::vector<float> values;
+  fmt::print("\n  {:<26} {:>8} {:>8}\n", "share of the parameters", "toy", "base");
+  for (size_t i = 0; i < parts.size(); ++i) {
+    fmt::print("  {:<26} {:>7.2f}% {:>7.2f}%\n", parts[i], s_toy[i], s_base[i]);
+    values.push_back(s_toy[i]);
+    values.push_back(s_base[i]);
+  }
+  const std::string path = out_dir + "/07_encoder_decoder/parameters.png";
+  viz::write_png(viz::heatmap(values, static_cast<int64_t>(parts.size()), 2,
+                              {.title = "where the parameters live (% of the total)",
+                               .row_labels = {"embed", "enc self", "enc FFN", "dec self",
+                                              "dec cross", "dec FFN", "LayerNorm"},
+                               .col_labels = {"toy", "base"},
+                               .row_axis = "component",
+                               .col_axis = "model",
+                               .value_label = "percent",
+                               .vmin = 0.0f,
+                               .vmax = 40.0f,
+                               .cell_size = 64,
+                               .show_values = true}),
+                 path);
+  fmt::print("\n  wrote {}\n", path);
+  return {.toy = s_toy, .base = s_base};
+}
+
+void parameter_counts(const Transformer& toy, bool quick, uint64_t seed, const std::string& out_dir,
+                      Checks& check) {
+  banner("4. Parameter counts");
+  const TransformerConfig base{};  // Table 3's base model, V = 37000
+  TransformerConfig big = base;
+  big.d_model = 1024;
+  big.d_ff = 4096;
+  big.heads = 16;
+  const Sizes t = count_by_formula(toy.config), b = count_by_formula(base),
+              g = count_by_formula(big);
+  print_counts(toy.config, base, big, t, b, g);
 
   // What vocabulary would make the formula give the paper's numbers?
   const auto vocab_for = [](const Sizes& n, double paper, int64_t d) {
@@ -432,48 +507,9 @@ void parameter_counts(const Transformer& toy, bool quick, uint64_t seed, const s
                     "wants {:.0f}",
                     v_base, v_big));
 
-  // Where the parameters live: the share of each component, toy vs base.
-  const auto shares = [](const Sizes& n, const TransformerConfig& config) {
-    const double total = static_cast<double>(n.total);
-    const auto pc = [&](int64_t x) {
-      return static_cast<float>(100.0 * static_cast<double>(x) / total);
-    };
-    const int64_t ne = config.encoder_layers, nd = config.decoder_layers;
-    return std::vector<float>{pc(n.embedding),
-                              pc(ne * n.attention),
-                              pc(ne * n.ffn),
-                              pc(nd * n.attention),
-                              pc(nd * n.attention),
-                              pc(nd * n.ffn),
-                              pc((2 * ne + 3 * nd) * n.norm)};
-  };
-  const std::vector<std::string> parts = {"embedding (tied)",        "encoder self-attention",
-                                          "encoder feed-forward",    "decoder self-attention",
-                                          "decoder cross-attention", "decoder feed-forward",
-                                          "LayerNorms (all)"};
-  const std::vector<float> s_toy = shares(t, toy.config), s_base = shares(b, base);
-  std::vector<float> values;
-  fmt::print("\n  {:<26} {:>8} {:>8}\n", "share of the parameters", "toy", "base");
-  for (size_t i = 0; i < parts.size(); ++i) {
-    fmt::print("  {:<26} {:>7.2f}% {:>7.2f}%\n", parts[i], s_toy[i], s_base[i]);
-    values.push_back(s_toy[i]);
-    values.push_back(s_base[i]);
-  }
-  const std::string path = out_dir + "/07_encoder_decoder/parameters.png";
-  viz::write_png(viz::heatmap(values, static_cast<int64_t>(parts.size()), 2,
-                              {.title = "where the parameters live (% of the total)",
-                               .row_labels = {"embed", "enc self", "enc FFN", "dec self",
-                                              "dec cross", "dec FFN", "LayerNorm"},
-                               .col_labels = {"toy", "base"},
-                               .row_axis = "component",
-                               .col_axis = "model",
-                               .value_label = "percent",
-                               .vmin = 0.0f,
-                               .vmax = 40.0f,
-                               .cell_size = 64,
-                               .show_values = true}),
-                 path);
-  fmt::print("\n  wrote {}\n", path);
+  const Shares shares = where_parameters_live(t, toy.config, b, base, out_dir);
+  const std::vector<float>& s_toy = shares.toy;
+  const std::vector<float>& s_base = shares.base;
   check(
       s_base[0] > 25.0f && s_base[2] + s_base[5] > 35.0f && s_base[6] < 0.1f,
       fmt::format("base: the embedding holds {:.0f}% of the parameters, the feed-forward "
@@ -483,6 +519,35 @@ void parameter_counts(const Transformer& toy, bool quick, uint64_t seed, const s
         fmt::format("toy: the embedding holds only {:.1f}% (V = 11), LayerNorm {:.1f}%: the "
                     "shares depend on the size",
                     s_toy[0], s_toy[6]));
+}
+
+// ---- Words and shapes ----
+
+int32_t id_of(const std::string& word) {
+  return static_cast<int32_t>(std::find(kVocab.begin(), kVocab.end(), word) - kVocab.begin());
+}
+
+// A batch of sentences, padded with <pad> to the longest: ids [B, L].
+IndexTensor batch_of(const std::vector<std::vector<std::string>>& sentences) {
+  size_t longest = 0;
+  for (const auto& s : sentences) longest = std::max(longest, s.size());
+  std::vector<int32_t> ids;
+  for (const auto& s : sentences)
+    for (size_t i = 0; i < longest; ++i) ids.push_back(i < s.size() ? id_of(s[i]) : 0);
+  return IndexTensor::from({static_cast<int64_t>(sentences.size()), static_cast<int64_t>(longest)},
+                           ids);
+}
+
+std::vector<std::string> words_of(const IndexTensor& ids, int64_t row) {
+  std::vector<std::string> words;
+  const int64_t len = ids.shape()[1];
+  for (int64_t i = 0; i < len; ++i)
+    words.push_back(kVocab[static_cast<size_t>(ids.data()[row * len + i])]);
+  return words;
+}
+
+std::string shape_of(const Tensor& t) {
+  return fmt::format("{}", t.shape());
 }
 
 }  // namespace

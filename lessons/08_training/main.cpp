@@ -218,12 +218,6 @@ void warmup_schedule(const Setup& setup, uint64_t seed, const std::string& out_d
 
 // ---- 2. Teacher forcing ----
 
-float max_abs_diff(const float* a, const float* b, int64_t n) {
-  float d = 0.0f;
-  for (int64_t i = 0; i < n; ++i) d = std::max(d, std::abs(a[i] - b[i]));
-  return d;
-}
-
 void teacher_forcing(const Setup& setup, uint64_t seed, const data::Pair& example, Checks& check) {
   banner("2. Teacher forcing");
   // [snippet: one-batch]
@@ -250,14 +244,13 @@ void teacher_forcing(const Setup& setup, uint64_t seed, const data::Pair& exampl
   Transformer model(setup.model, rng);
   model.eval();
   NoGrad no_grad;
-  const int64_t vocab = setup.model.vocab_size;
   const Tensor all_at_once = model.forward(batch.src, batch.tgt_in);  // [1, T, V]
   float worst = 0.0f;
   for (int64_t t = 1; t <= t_len; ++t) {
     const std::vector<int32_t> prefix(batch.tgt_in.data(), batch.tgt_in.data() + t);
     const Tensor logits = model.forward(batch.src, IndexTensor::from({1, t}, prefix));
-    worst = std::max(worst, max_abs_diff(all_at_once.data() + (t - 1) * vocab,
-                                         logits.data() + (t - 1) * vocab, vocab));
+    worst =
+        std::max(worst, max_abs_diff(slice(all_at_once, 1, t - 1, t), slice(logits, 1, t - 1, t)));
   }
   fmt::print(
       "  logits {} from one pass vs {} passes on prefixes <s>, <s> c1, ...: max diff "
@@ -513,8 +506,8 @@ void training(const Setup& setup, const Run& run, Transformer& model, const Held
   const Tensor train_a = model.forward(b.src, b.tgt_in), train_b = model.forward(b.src, b.tgt_in);
   model.eval();
   const Tensor eval_a = model.forward(b.src, b.tgt_in), eval_b = model.forward(b.src, b.tgt_in);
-  const float train_diff = max_abs_diff(train_a.data(), train_b.data(), train_a.numel());
-  const float eval_diff = max_abs_diff(eval_a.data(), eval_b.data(), eval_a.numel());
+  const float train_diff = max_abs_diff(train_a, train_b);
+  const float eval_diff = max_abs_diff(eval_a, eval_b);
   check(train_diff > 0.0f && eval_diff == 0.0f,
         fmt::format("dropout: two passes differ in train mode (max diff {:.2f}), agree in eval "
                     "mode (max diff {})",

@@ -52,12 +52,6 @@ namespace {
 
 const std::string kDir = "/10_why_self_attention/";
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
-}
-
 // The least-squares slope of log(y) against log(x): the growth exponent, y ~ x^slope.
 double log_log_slope(const std::vector<double>& x, const std::vector<double>& y) {
   double mx = 0, my = 0;

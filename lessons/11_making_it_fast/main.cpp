@@ -44,10 +44,9 @@
 #include "lessons/lesson.h"
 #include "models/transformer.h"
 #include "nn/optim.h"
-#include "viz/font.h"
+#include "viz/bar_chart.h"
 #include "viz/line_plot.h"
 #include "viz/png.h"
-#include "viz/ticks.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>  // _mm_getcsr, _mm_setcsr
@@ -61,26 +60,8 @@ namespace {
 const std::string kDir = "/11_making_it_fast/";
 using Clock = std::chrono::steady_clock;
 
-// The fastest time of f() over enough calls for about `budget` seconds (at least 3), after
-// one warm-up call that fills the caches and the kernels' packing buffers. The fastest, not
-// the median: on a machine shared with other programs it is the run they disturbed least.
-double best_seconds(const std::function<void()>& f, double budget = 0.15) {
-  auto start = Clock::now();
-  f();
-  const double first = seconds_since(start);
-  const int reps = std::clamp(static_cast<int>(budget / std::max(first, 1e-9)), 3, 200);
-  double best = first;
-  for (int r = 0; r < reps; ++r) {
-    start = Clock::now();
-    f();
-    best = std::min(best, seconds_since(start));
-  }
-  return best;
-}
-
-std::string threads_label(int threads) {
-  return fmt::format("{} thread{}", threads, threads == 1 ? "" : "s");
-}
+// The fastest of repeated calls of f() (sections 2 and 4; defined below them).
+double best_seconds(const std::function<void()>& f, double budget = 0.15);
 
 // ---- 1. The machine's peak ----
 
@@ -297,104 +278,6 @@ std::vector<Version> versions(int threads) {
   return v;
 }
 
-float max_abs_diff(const std::vector<float>& x, const std::vector<float>& y) {
-  float d = 0.0f;
-  for (size_t i = 0; i < x.size(); ++i) d = std::max(d, std::abs(x[i] - y[i]));
-  return d;
-}
-
-// A horizontal bar chart: one row per label, each bar a stack of segments (one colour per
-// segment kind, named in the legend), optional vertical reference lines (a peak) with their
-// names, and the row's total printed after its bar.
-struct BarRow {
-  std::string label;
-  std::vector<double> segments;
-};
-struct ReferenceLine {
-  std::string name;
-  double value;
-};
-struct BarChart {
-  std::string title, x_label;
-  std::vector<std::string> segment_names;
-  std::vector<BarRow> rows;
-  std::vector<ReferenceLine> lines;
-  std::string value_format = "{:.1f}";
-};
-
-const std::vector<viz::Rgb> kPalette = {{31, 119, 180}, {255, 127, 14}, {150, 150, 150}};
-const std::vector<viz::Rgb> kLineColours = {{200, 30, 30}, {110, 30, 160}};
-
-viz::Image draw_bars(const BarChart& chart, int width = 760) {
-  const int s = 2, row_h = 26, bar_h = 18, top = 58, bottom = 56, right = 70;
-  int label_w = 0;
-  for (const BarRow& r : chart.rows) label_w = std::max(label_w, viz::text_width(r.label, s));
-  const int left = label_w + 24;
-  const int height = top + row_h * static_cast<int>(chart.rows.size()) + bottom;
-  viz::Image image(width, height);
-  const viz::Rgb ink{40, 40, 40}, grid{225, 225, 225};
-  double max_value = 0;
-  for (const BarRow& r : chart.rows) {
-    double total = 0;
-    for (double v : r.segments) total += v;
-    max_value = std::max(max_value, total);
-  }
-  for (const ReferenceLine& l : chart.lines) max_value = std::max(max_value, l.value);
-  const std::vector<double> ticks = viz::nice_ticks(0, max_value * 1.02, 5);
-  const double x_max = std::max(ticks.back(), max_value * 1.02);
-  const int plot_w = width - left - right;
-  const auto x_of = [&](double v) {
-    return left + static_cast<int>(v / x_max * plot_w);
-  };
-  const int plot_top = top - 6, plot_bottom = height - bottom + 6;
-  const double step = ticks.size() > 1 ? ticks[1] - ticks[0] : 1.0;
-  for (double t : ticks) {
-    const int x = x_of(t);
-    image.fill_rect(x, plot_top, 1, plot_bottom - plot_top, grid);
-    const std::string text = viz::format_tick(t, step);
-    viz::draw_text(image, x - viz::text_width(text, s) / 2, plot_bottom + 6, text, ink, s);
-  }
-  viz::draw_text(image, left + (plot_w - viz::text_width(chart.x_label, s)) / 2,
-                 plot_bottom + 6 + viz::text_height(s) + 6, chart.x_label, ink, s);
-  viz::draw_text(image, 10, 10, chart.title, ink, s, /*bold=*/true);
-  // The legend goes under the title: the segment kinds (when there are several), then the
-  // reference lines.
-  int legend_x = 10;
-  for (size_t k = 0; k < chart.segment_names.size() && chart.segment_names.size() > 1; ++k) {
-    image.fill_rect(legend_x, 34, 14, 14, kPalette[k % kPalette.size()]);
-    viz::draw_text(image, legend_x + 20, 36, chart.segment_names[k], ink, s);
-    legend_x += 20 + viz::text_width(chart.segment_names[k], s) + 24;
-  }
-  for (size_t k = 0; k < chart.lines.size(); ++k) {
-    const viz::Rgb colour = kLineColours[k % kLineColours.size()];
-    for (int x = legend_x; x < legend_x + 18; x += 6) image.fill_rect(x, 40, 3, 2, colour);
-    const std::string text = chart.lines[k].name + ": " +
-                             fmt::format(fmt::runtime(chart.value_format), chart.lines[k].value);
-    viz::draw_text(image, legend_x + 24, 36, text, colour, s);
-    legend_x += 24 + viz::text_width(text, s) + 24;
-  }
-  for (size_t i = 0; i < chart.rows.size(); ++i) {
-    const BarRow& r = chart.rows[i];
-    const int y = top + static_cast<int>(i) * row_h;
-    viz::draw_text(image, left - 12 - viz::text_width(r.label, s), y + (bar_h - 14) / 2, r.label,
-                   ink, s);
-    double at = 0;
-    for (size_t k = 0; k < r.segments.size(); ++k) {
-      const int x0 = x_of(at), x1 = x_of(at + r.segments[k]);
-      image.fill_rect(x0, y, std::max(x1 - x0, 1), bar_h, kPalette[k % kPalette.size()]);
-      at += r.segments[k];
-    }
-    viz::draw_text(image, x_of(at) + 6, y + (bar_h - 14) / 2,
-                   fmt::format(fmt::runtime(chart.value_format), at), ink, s);
-  }
-  for (size_t k = 0; k < chart.lines.size(); ++k) {  // dashed; offset so that equal values
-    const int x = x_of(chart.lines[k].value) + 3 * static_cast<int>(k);  // stay apart
-    for (int y = plot_top; y < plot_bottom; y += 6)
-      image.fill_rect(x - 1, y, 2, 3, kLineColours[k % kLineColours.size()]);
-  }
-  return image;
-}
-
 struct GemmResults {
   int64_t size = 0;                       // the size of the version-by-version comparison
   std::map<std::string, double> at_size;  // GFLOP/s at `size`
@@ -402,24 +285,23 @@ struct GemmResults {
   std::map<std::string, std::vector<double>> sweep_sizes, sweep_gflops;
 };
 
-GemmResults from_loop_to_kernel(bool quick, uint64_t seed, const Peak& peak, int threads,
-                                const std::string& out_dir, Checks& check) {
-  banner("2. From the triple loop to the blocked kernel");
-  GemmResults results;
-  results.size = quick ? 128 : 512;
-  const std::vector<int64_t> sizes =
-      quick ? std::vector<int64_t>{64, 128} : std::vector<int64_t>{64, 128, 256, 512, 1024};
-  const std::vector<Version> all = versions(threads);
-  for (const Version& v : all) results.order.push_back(v.name);
-  Rng rng(seed);
+// What timing every version at every size gives besides the rates in GemmResults.
+struct Sweep {
+  float worst_error = 0.0f;  // of any product against the reference
+  double worst_vs_peak = 0;  // the largest GFLOP/s / (threads x one core's peak)
+  std::map<std::string, std::vector<float>> products_at_size{};  // C of the lesson's loops
+};
+
+// Times every version at every size on random A and B, after checking its product, and prints
+// the table of GFLOP/s; the rates go to results.
+Sweep time_versions(const std::vector<Version>& all, const std::vector<int64_t>& sizes,
+                    const Peak& peak, int threads, Rng& rng, GemmResults& results, Checks& check) {
   fmt::print("  GFLOP/s (2 n^3 / fastest time), C = A B, A and B uniform in [-1, 1]\n");
   fmt::print("  {:>28}", "n");
   for (int64_t n : sizes) fmt::print(" {:>8}", n);
   fmt::print("\n");
   std::map<std::string, std::vector<std::string>> cells;
-  float worst_error = 0.0f;
-  std::map<std::string, std::vector<float>> products_at_size;
-  double worst_vs_peak = 0;  // the largest GFLOP/s / (threads x one core's peak)
+  Sweep sweep;
   for (int64_t n : sizes) {
     const auto count = static_cast<size_t>(n * n);
     std::vector<float> a(count), b(count), c(count), reference(count);
@@ -440,8 +322,8 @@ GemmResults from_loop_to_kernel(bool quick, uint64_t seed, const Peak& peak, int
       std::fill(c.begin(), c.end(), 0.0f);
       v.run(a.data(), b.data(), c.data(), n);
       const float error = max_abs_diff(c, reference);
-      worst_error = std::max(worst_error, error);
-      if (n == results.size && v.lesson_loop) products_at_size[v.name] = c;
+      sweep.worst_error = std::max(sweep.worst_error, error);
+      if (n == results.size && v.lesson_loop) sweep.products_at_size[v.name] = c;
       if (!(error <= 1e-5f * static_cast<float>(n))) {
         check(false, fmt::format("{} matches the reference at n = {} (max diff {:.1e})", v.name, n,
                                  error));
@@ -452,7 +334,7 @@ GemmResults from_loop_to_kernel(bool quick, uint64_t seed, const Peak& peak, int
       results.sweep_sizes[v.name].push_back(static_cast<double>(n));
       results.sweep_gflops[v.name].push_back(gflops);
       if (n == results.size) results.at_size[v.name] = gflops;
-      worst_vs_peak = std::max(worst_vs_peak, gflops / (v.threads * peak.one_thread));
+      sweep.worst_vs_peak = std::max(sweep.worst_vs_peak, gflops / (v.threads * peak.one_thread));
       cells[v.name].push_back(fmt::format("{:.1f}", gflops));
     }
   }
@@ -462,60 +344,25 @@ GemmResults from_loop_to_kernel(bool quick, uint64_t seed, const Peak& peak, int
     for (const std::string& cell : cells[v.name]) fmt::print(" {:>8}", cell);
     fmt::print("\n");
   }
-  fmt::print("  peak: {:.1f} GFLOP/s on 1 core, at most {:.1f} on {}\n", peak.one_thread,
-             threads * peak.one_thread, threads);
-  // Two cores cannot do more than twice what one does at its best. But the peak is measured
-  // at one moment and the GEMMs at another: if another program held the core while the peak
-  // was measured (and --quick takes the best of only 4 trials), the peak comes out low and a
-  // GEMM run on a free core can beat it. So this is a claim about timings, like the others.
-  // Not under an emulator, whose time goes to translating instructions, not to the CPU's units.
-  const std::string bound =
-      fmt::format("no version beats its thread count times one core's peak (the closest: {:.0f}%)",
-                  100 * worst_vs_peak);
-  if (running_under_emulator())
-    fmt::print("  [--] {} (not checked: the program runs under an emulator)\n", bound);
-  else
-    check.timing(worst_vs_peak <= 1.05, bound);
-  check(worst_error <= 1e-5f * static_cast<float>(sizes.back()),
-        fmt::format("every version computes the same product (max |diff| {:.1e} against the "
-                    "naive loop, or the blocked kernel at n > 512)",
-                    worst_error));
+  return sweep;
+}
 
-  // The three reorderings do the same fused multiply-adds in the same order of k, so they
-  // agree to the bit; the naive loop's compiled code rounds each product before adding it.
-  const auto& ikj = products_at_size.at(all[1].name);
-  check(ikj == products_at_size.at(all[2].name) && ikj == products_at_size.at(all[3].name),
-        fmt::format("at n = {}, i-k-j, tiles and the register tile give the same bits ({:.1e} "
-                    "from the naive loop)",
-                    results.size, max_abs_diff(ikj, products_at_size.at(all[0].name))));
+// The pictures: each version's GFLOP/s at the comparison size against the peak, as bars, and
+// the rates of the main versions against the size.
+void draw_versions(const std::vector<Version>& all, GemmResults results,
+                   const std::vector<int64_t>& sizes, const Peak& peak, int threads,
+                   const std::string& out_dir) {
   const auto& g = results.at_size;
-  const std::string blocked1 = all[4].name, blocked_n = all[5].name;
-  const double speedup = g.at(blocked1) / g.at("naive i-j-k");
-  check.timing(speedup >= 10.0,
-               fmt::format("at n = {} the blocked kernel on one thread is {:.0f}x the "
-                           "naive loop (at least 10x)",
-                           results.size, speedup));
-  check.timing(g.at("loop order i-k-j") > g.at("naive i-j-k"),
-               fmt::format("swapping the loops alone is faster: {:.1f} against {:.1f} GFLOP/s",
-                           g.at("loop order i-k-j"), g.at("naive i-j-k")));
-  fmt::print("  blocked on one thread reaches {:.0f}% of the one-thread peak\n",
-             100.0 * g.at(blocked1) / peak.one_thread);
-  // Not a check: whether a second thread pays depends on the size and on whether another
-  // program needs that core at that moment, which no run controls on a shared machine.
-  if (threads >= 2)
-    fmt::print("  {} threads against one at n = {}: {:.2f}x{}\n", threads, results.size,
-               g.at(blocked_n) / g.at(blocked1),
-               peak.cores_free ? "" : " (the other cores were busy)");
-
-  BarChart chart{.title = fmt::format("C = A B at n = {}: GFLOP/s of each version", results.size),
-                 .x_label = "GFLOP/s (fastest of repeats)",
-                 .segment_names = {"GFLOP/s"},
-                 .rows = {},
-                 .lines = {{"peak of 1 core", peak.one_thread},
-                           {fmt::format("{} cores", threads), threads * peak.one_thread}},
-                 .value_format = "{:.1f}"};
+  const std::string blocked_n = all[5].name;
+  viz::BarChart chart{
+      .title = fmt::format("C = A B at n = {}: GFLOP/s of each version", results.size),
+      .x_label = "GFLOP/s (fastest of repeats)",
+      .segment_names = {"GFLOP/s"},
+      .lines = {{"peak of 1 core", peak.one_thread},
+                {fmt::format("{} cores", threads), threads * peak.one_thread}},
+      .value_format = "{:.1f}"};
   for (const Version& v : all) chart.rows.push_back({v.name, {g.at(v.name)}});
-  viz::write_png(draw_bars(chart), out_dir + kDir + "gemm_versions.png");
+  viz::write_png(viz::bar_chart(chart), out_dir + kDir + "gemm_versions.png");
 
   // (name in the table, shorter name for the legend)
   std::vector<std::pair<std::string, std::string>> plotted = {
@@ -546,6 +393,66 @@ GemmResults from_loop_to_kernel(bool quick, uint64_t seed, const Peak& peak, int
                                          .width = 760,
                                          .height = 460}),
                  out_dir + kDir + "gemm_sizes.png");
+}
+
+GemmResults from_loop_to_kernel(bool quick, uint64_t seed, const Peak& peak, int threads,
+                                const std::string& out_dir, Checks& check) {
+  banner("2. From the triple loop to the blocked kernel");
+  GemmResults results;
+  results.size = quick ? 128 : 512;
+  const std::vector<int64_t> sizes =
+      quick ? std::vector<int64_t>{64, 128} : std::vector<int64_t>{64, 128, 256, 512, 1024};
+  const std::vector<Version> all = versions(threads);
+  for (const Version& v : all) results.order.push_back(v.name);
+  Rng rng(seed);
+  const Sweep sweep = time_versions(all, sizes, peak, threads, rng, results, check);
+  fmt::print("  peak: {:.1f} GFLOP/s on 1 core, at most {:.1f} on {}\n", peak.one_thread,
+             threads * peak.one_thread, threads);
+  // Two cores cannot do more than twice what one does at its best. But the peak is measured
+  // at one moment and the GEMMs at another: if another program held the core while the peak
+  // was measured (and --quick takes the best of only 4 trials), the peak comes out low and a
+  // GEMM run on a free core can beat it. So this is a claim about timings, like the others.
+  // Not under an emulator, whose time goes to translating instructions, not to the CPU's units.
+  const std::string bound =
+      fmt::format("no version beats its thread count times one core's peak (the closest: {:.0f}%)",
+                  100 * sweep.worst_vs_peak);
+  if (running_under_emulator())
+    fmt::print("  [--] {} (not checked: the program runs under an emulator)\n", bound);
+  else
+    check.timing(sweep.worst_vs_peak <= 1.05, bound);
+  check(sweep.worst_error <= 1e-5f * static_cast<float>(sizes.back()),
+        fmt::format("every version computes the same product (max |diff| {:.1e} against the "
+                    "naive loop, or the blocked kernel at n > 512)",
+                    sweep.worst_error));
+
+  // The three reorderings do the same fused multiply-adds in the same order of k, so they
+  // agree to the bit; the naive loop's compiled code rounds each product before adding it.
+  const auto& ikj = sweep.products_at_size.at(all[1].name);
+  check(ikj == sweep.products_at_size.at(all[2].name) &&
+            ikj == sweep.products_at_size.at(all[3].name),
+        fmt::format("at n = {}, i-k-j, tiles and the register tile give the same bits ({:.1e} "
+                    "from the naive loop)",
+                    results.size, max_abs_diff(ikj, sweep.products_at_size.at(all[0].name))));
+  const auto& g = results.at_size;
+  const std::string blocked1 = all[4].name, blocked_n = all[5].name;
+  const double speedup = g.at(blocked1) / g.at("naive i-j-k");
+  check.timing(speedup >= 10.0,
+               fmt::format("at n = {} the blocked kernel on one thread is {:.0f}x the "
+                           "naive loop (at least 10x)",
+                           results.size, speedup));
+  check.timing(g.at("loop order i-k-j") > g.at("naive i-j-k"),
+               fmt::format("swapping the loops alone is faster: {:.1f} against {:.1f} GFLOP/s",
+                           g.at("loop order i-k-j"), g.at("naive i-j-k")));
+  fmt::print("  blocked on one thread reaches {:.0f}% of the one-thread peak\n",
+             100.0 * g.at(blocked1) / peak.one_thread);
+  // Not a check: whether a second thread pays depends on the size and on whether another
+  // program needs that core at that moment, which no run controls on a shared machine.
+  if (threads >= 2)
+    fmt::print("  {} threads against one at n = {}: {:.2f}x{}\n", threads, results.size,
+               g.at(blocked_n) / g.at(blocked1),
+               peak.cores_free ? "" : " (the other cores were busy)");
+
+  draw_versions(all, results, sizes, peak, threads, out_dir);
   return results;
 }
 
@@ -783,14 +690,12 @@ void print_profile(const StepProfile& p) {
 
 // The profile as bars: the largest ops, the rest lumped together, and the time outside the
 // tape; ms per step.
-BarChart profile_chart(const StepProfile& p, size_t shown) {
-  BarChart chart{.title = fmt::format("one training step, d_model {}: {:.1f} ms", p.size.d_model,
-                                      p.profiled_seconds * 1e3),
-                 .x_label = "ms per step",
-                 .segment_names = {"forward", "backward", "outside the tape"},
-                 .rows = {},
-                 .lines = {},
-                 .value_format = "{:.2f}"};
+viz::BarChart profile_chart(const StepProfile& p, size_t shown) {
+  viz::BarChart chart{.title = fmt::format("one training step, d_model {}: {:.1f} ms",
+                                           p.size.d_model, p.profiled_seconds * 1e3),
+                      .x_label = "ms per step",
+                      .segment_names = {"forward", "backward", "outside the tape"},
+                      .value_format = "{:.2f}"};
   double rest_f = 0, rest_b = 0;
   for (size_t i = 0; i < p.ops.size(); ++i) {
     const profile::OpStats& s = p.ops[i];
@@ -832,8 +737,8 @@ std::vector<StepProfile> where_the_time_goes(bool quick, uint64_t seed, const st
                       "({:.2f} ms)",
                       p->size.d_model, tape_seconds(*p) * 1e3, p->profiled_seconds * 1e3));
   }
-  viz::Image left = draw_bars(profile_chart(small, 12), 640);
-  viz::Image right = draw_bars(profile_chart(big, 12), 640);
+  viz::Image left = viz::bar_chart(profile_chart(small, 12), 640);
+  viz::Image right = viz::bar_chart(profile_chart(big, 12), 640);
   viz::Image both(left.width() + right.width(), std::max(left.height(), right.height()));
   both.blit(left, 0, 0);
   both.blit(right, left.width(), 0);
@@ -842,6 +747,11 @@ std::vector<StepProfile> where_the_time_goes(bool quick, uint64_t seed, const st
 }
 
 // ---- 4. Why small models run below the GEMM's speed ----
+
+// "1 thread", "2 threads".
+std::string threads_label(int threads) {
+  return fmt::format("{} thread{}", threads, threads == 1 ? "" : "s");
+}
 
 // [snippet: fixed-cost]
 // The cost of an op that does no arithmetic worth the name: 1000 adds of one-element
@@ -871,27 +781,18 @@ double gemm_gflops(int64_t m, int64_t n, int64_t k, Rng& rng) {
 }
 // [/snippet]
 
-// `peak` is the multiply-add peak of the threads the models ran on (model_threads x one core's).
-void below_gemm_speed(uint64_t seed, const std::vector<StepProfile>& profiles,
-                      double gemm_gflops_large, int64_t gemm_size, double peak, int model_threads,
-                      const std::string& out_dir, Checks& check) {
-  banner("4. Why small models run below the GEMM's speed");
-  const double per_op = fixed_seconds_per_op();
-  fmt::print(
-      "  fixed cost of one op on the tape, forward and backward, on a 1-element tensor: "
-      "{:.2f} us\n",
-      per_op * 1e6);
-  Rng rng(seed + 2);
-  const double projection = gemm_gflops(704, 64, 64, rng);
-  const double ffn = gemm_gflops(704, 256, 64, rng);
-  const double head = gemm_gflops(11, 11, 16, rng);
-  fmt::print("  one GEMM at the d_model 64 model's shapes (704 = 64 sequences x 11 tokens):\n");
-  fmt::print("    [704, 64] x [64, 64]   (q, k, v, o projections) {:7.1f} GFLOP/s\n", projection);
-  fmt::print("    [704, 64] x [64, 256]  (FFN, first layer)       {:7.1f} GFLOP/s\n", ffn);
-  fmt::print("    [11, 16] x [16, 11]    (Q K^T of one head)      {:7.1f} GFLOP/s\n", head);
-  fmt::print("    [{0}, {0}] x [{0}, {0}] (the benchmark of section 2) {1:7.1f} GFLOP/s\n\n",
-             gemm_size, gemm_gflops_large);
+// What each profiled model's step achieves, per model (rows in d_model order): GFLOP/s of the
+// whole step and of its linear and attention ops, and the shares of the step's time.
+struct StepRates {
+  std::vector<float> ds{};                                                             // d_model
+  std::vector<float> step_rate{}, linear_rate{}, attention_rate{}, bench_line{};       // GFLOP/s
+  std::vector<float> linear_share{}, attention_share{}, other_share{}, fixed_share{};  // %
+};
 
+// Prints them as a table; per_op is the fixed cost of one op on the tape, and the large GEMM's
+// rate is drawn beside them.
+StepRates step_rates(const std::vector<StepProfile>& profiles, double per_op,
+                     double gemm_gflops_large) {
   // Every column comes from the profiled steps (their mean), so that the rates and shares
   // of one row are measured on the same steps.
   fmt::print("  the profiled steps of each model (mean):\n");
@@ -920,20 +821,91 @@ void below_gemm_speed(uint64_t seed, const std::vector<StepProfile>& profiles,
         step_rate.back(), linear_rate.back(), attention_rate.back(), linear_share.back(),
         attention_share.back(), fixed_share.back());
   }
+  return {.ds = ds,
+          .step_rate = step_rate,
+          .linear_rate = linear_rate,
+          .attention_rate = attention_rate,
+          .bench_line = bench_line,
+          .linear_share = linear_share,
+          .attention_share = attention_share,
+          .other_share = other_share,
+          .fixed_share = fixed_share};
+}
+
+// The pictures: the GFLOP/s of each model's step against the GEMM's and the peak, and where
+// the time of a step goes.
+void draw_step_rates(const StepRates& r, int64_t gemm_size, double peak, int model_threads,
+                     const std::string& out_dir) {
+  viz::write_png(
+      viz::line_plot(
+          {{.name = "whole training step", .xs = r.ds, .ys = r.step_rate},
+           {.name = "linear ops", .xs = r.ds, .ys = r.linear_rate},
+           {.name = "attention ops", .xs = r.ds, .ys = r.attention_rate},
+           {.name = fmt::format("one {0} x {0} GEMM", gemm_size),
+            .xs = r.ds,
+            .ys = r.bench_line,
+            .colour = viz::Rgb{120, 120, 120}},
+           {.name = fmt::format("{} peak, {}", kMultiplyAdd, threads_label(model_threads)),
+            .xs = {r.ds.front(), r.ds.back()},
+            .ys = {static_cast<float>(peak), static_cast<float>(peak)},
+            .colour = viz::Rgb{60, 60, 60}}},
+          {.title = "GEMM GFLOP/s achieved inside a training step",
+           .x_label = "d_model (d_ff = 4 d_model)",
+           .y_label = "GFLOP/s",
+           .log_y = true,
+           .width = 760,
+           .height = 460}),
+      out_dir + kDir + "step_gflops.png");
+  viz::write_png(viz::line_plot({{.name = "linear", .xs = r.ds, .ys = r.linear_share},
+                                 {.name = "attention", .xs = r.ds, .ys = r.attention_share},
+                                 {.name = "the rest", .xs = r.ds, .ys = r.other_share},
+                                 {.name = "tape bookkeeping", .xs = r.ds, .ys = r.fixed_share}},
+                                {.title = "Where the time of a training step goes",
+                                 .x_label = "d_model",
+                                 .y_label = "% of step time",
+                                 .log_y = false,
+                                 .width = 760,
+                                 .height = 460}),
+                 out_dir + kDir + "time_shares.png");
+}
+
+// `peak` is the multiply-add peak of the threads the models ran on (model_threads x one core's).
+void below_gemm_speed(uint64_t seed, const std::vector<StepProfile>& profiles,
+                      double gemm_gflops_large, int64_t gemm_size, double peak, int model_threads,
+                      const std::string& out_dir, Checks& check) {
+  banner("4. Why small models run below the GEMM's speed");
+  const double per_op = fixed_seconds_per_op();
+  fmt::print(
+      "  fixed cost of one op on the tape, forward and backward, on a 1-element tensor: "
+      "{:.2f} us\n",
+      per_op * 1e6);
+  Rng rng(seed + 2);
+  const double projection = gemm_gflops(704, 64, 64, rng);
+  const double ffn = gemm_gflops(704, 256, 64, rng);
+  const double head = gemm_gflops(11, 11, 16, rng);
+  fmt::print("  one GEMM at the d_model 64 model's shapes (704 = 64 sequences x 11 tokens):\n");
+  fmt::print("    [704, 64] x [64, 64]   (q, k, v, o projections) {:7.1f} GFLOP/s\n", projection);
+  fmt::print("    [704, 64] x [64, 256]  (FFN, first layer)       {:7.1f} GFLOP/s\n", ffn);
+  fmt::print("    [11, 16] x [16, 11]    (Q K^T of one head)      {:7.1f} GFLOP/s\n", head);
+  fmt::print("    [{0}, {0}] x [{0}, {0}] (the benchmark of section 2) {1:7.1f} GFLOP/s\n\n",
+             gemm_size, gemm_gflops_large);
+
+  const StepRates r = step_rates(profiles, per_op, gemm_gflops_large);
   const size_t small = 1, big = bigger_model(profiles);
   // Against the peak, not against one large GEMM: the large GEMM's rate on two threads is the
   // number a shared machine moves most, while a busy machine only makes the step slower.
+  check.timing(r.step_rate[small] < 0.5 * peak,
+               fmt::format("a d_model 64 training step computes at {:.1f} GFLOP/s, {:.0f}% of the "
+                           "peak of {}: under half",
+                           r.step_rate[small], 100 * r.step_rate[small] / peak,
+                           threads_label(model_threads)));
   check.timing(
-      step_rate[small] < 0.5 * peak,
-      fmt::format("a d_model 64 training step computes at {:.1f} GFLOP/s, {:.0f}% of the "
-                  "peak of {}: under half",
-                  step_rate[small], 100 * step_rate[small] / peak, threads_label(model_threads)));
-  check.timing(
-      head < 0.25 * gemm_gflops_large && attention_rate[small] < 0.25 * gemm_gflops_large,
+      head < 0.25 * gemm_gflops_large && r.attention_rate[small] < 0.25 * gemm_gflops_large,
       fmt::format("attention's products are tiny and slow: one head's Q K^T runs at {:.0f}% of "
                   "the large GEMM's rate, the step's attention ops at {:.0f}%",
-                  100 * head / gemm_gflops_large, 100 * attention_rate[small] / gemm_gflops_large));
-  const double fixed_max = *std::max_element(fixed_share.begin(), fixed_share.end());
+                  100 * head / gemm_gflops_large,
+                  100 * r.attention_rate[small] / gemm_gflops_large));
+  const double fixed_max = *std::max_element(r.fixed_share.begin(), r.fixed_share.end());
   check.timing(
       fixed_max < 10.0,
       fmt::format("the tape's own bookkeeping (nodes x fixed cost per op) is under 10% of a "
@@ -945,45 +917,15 @@ void below_gemm_speed(uint64_t seed, const std::vector<StepProfile>& profiles,
   // linear ops' 16x.
   const float shrink = profiles[big].size.d_model >= 256 ? 0.75f : 1.0f;  // quick: d 128
   check.timing(
-      attention_share[big] < shrink * attention_share[small],
+      r.attention_share[big] < shrink * r.attention_share[small],
       fmt::format("the small products' share shrinks as the model grows: attention is "
                   "{:.0f}% of a step at d_model 64 and {:.0f}% at {}",
-                  attention_share[small], attention_share[big], profiles[big].size.d_model));
-  check.timing(step_rate[big] > step_rate[small],
+                  r.attention_share[small], r.attention_share[big], profiles[big].size.d_model));
+  check.timing(r.step_rate[big] > r.step_rate[small],
                fmt::format("and the step's GFLOP/s grows: {:.1f}x from d_model 64 to {}",
-                           step_rate[big] / step_rate[small], profiles[big].size.d_model));
+                           r.step_rate[big] / r.step_rate[small], profiles[big].size.d_model));
 
-  viz::write_png(
-      viz::line_plot(
-          {{.name = "whole training step", .xs = ds, .ys = step_rate},
-           {.name = "linear ops", .xs = ds, .ys = linear_rate},
-           {.name = "attention ops", .xs = ds, .ys = attention_rate},
-           {.name = fmt::format("one {0} x {0} GEMM", gemm_size),
-            .xs = ds,
-            .ys = bench_line,
-            .colour = viz::Rgb{120, 120, 120}},
-           {.name = fmt::format("{} peak, {}", kMultiplyAdd, threads_label(model_threads)),
-            .xs = {ds.front(), ds.back()},
-            .ys = {static_cast<float>(peak), static_cast<float>(peak)},
-            .colour = viz::Rgb{60, 60, 60}}},
-          {.title = "GEMM GFLOP/s achieved inside a training step",
-           .x_label = "d_model (d_ff = 4 d_model)",
-           .y_label = "GFLOP/s",
-           .log_y = true,
-           .width = 760,
-           .height = 460}),
-      out_dir + kDir + "step_gflops.png");
-  viz::write_png(viz::line_plot({{.name = "linear", .xs = ds, .ys = linear_share},
-                                 {.name = "attention", .xs = ds, .ys = attention_share},
-                                 {.name = "the rest", .xs = ds, .ys = other_share},
-                                 {.name = "tape bookkeeping", .xs = ds, .ys = fixed_share}},
-                                {.title = "Where the time of a training step goes",
-                                 .x_label = "d_model",
-                                 .y_label = "% of step time",
-                                 .log_y = false,
-                                 .width = 760,
-                                 .height = 460}),
-                 out_dir + kDir + "time_shares.png");
+  draw_step_rates(r, gemm_size, peak, model_threads, out_dir);
 }
 
 // [snippet: hand-off]
@@ -1057,6 +999,25 @@ void parallel_loops(bool quick, uint64_t seed, int threads, Checks& check) {
   check(first.weight_bits == one.weight_bits,
         fmt::format("{} and 1 thread end with the same bits in every weight",
                     threads_label(threads)));
+}
+
+// ---- Timing, for sections 2 and 4 ----
+
+// The fastest time of f() over enough calls for about `budget` seconds (at least 3), after
+// one warm-up call that fills the caches and the kernels' packing buffers. The fastest, not
+// the median: on a machine shared with other programs it is the run they disturbed least.
+double best_seconds(const std::function<void()>& f, double budget) {
+  auto start = Clock::now();
+  f();
+  const double first = seconds_since(start);
+  const int reps = std::clamp(static_cast<int>(budget / std::max(first, 1e-9)), 3, 200);
+  double best = first;
+  for (int r = 0; r < reps; ++r) {
+    start = Clock::now();
+    f();
+    best = std::min(best, seconds_since(start));
+  }
+  return best;
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -209,4 +210,23 @@ TEST_CASE("grid lays panels out row by row under a title", "[viz][heatmap]") {
         titled.width() * titled.height() - 30 * 20);  // the red panel is whole
   REQUIRE_THROWS_WITH(grid({}, 2), Contains("grid: there are no panels"));
   REQUIRE_THROWS_WITH(grid(panels, 0), Contains("grid: 0 columns"));
+}
+
+TEST_CASE("heatmap draws one matrix of a stack and refuses one outside it", "[viz][heatmap]") {
+  // A stack [2, 1, 2, 3]: matrix 1 is the second [2, 3] block.
+  std::vector<float> values(12);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = 0.05f * static_cast<float>(i);
+  const gf::Tensor stack = gf::Tensor::from({2, 1, 2, 3}, values);
+  const Image second = heatmap(stack, 1);
+  const Image expected = heatmap(std::span<const float>(values).subspan(6), 2, 3);
+  REQUIRE(second.width() == expected.width());
+  REQUIRE(second.height() == expected.height());
+  CHECK(std::equal(second.data(), second.data() + second.width() * second.height() * 3,
+                   expected.data()));
+  const HeatmapLayout layout = heatmap_layout(std::span<const float>(values).subspan(6), 2, 3);
+  check_cell(second, layout, 1, 2, colour_map(values[11]));
+  CHECK(heatmap(gf::Tensor::from({2, 3}, {0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f}), 0).width() > 0);
+  REQUIRE_THROWS_AS(heatmap(stack, 2), gf::IndexError);
+  REQUIRE_THROWS_WITH(heatmap(stack, -1), Contains("no matrix -1 in a stack of 2"));
+  REQUIRE_THROWS_AS(heatmap(gf::Tensor::zeros({6}), 0), gf::ShapeError);
 }

@@ -1,0 +1,89 @@
+#include "viz/regions.h"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+#include "autograd/errors.h"
+#include "viz/font.h"
+
+namespace gf::viz {
+
+namespace {
+
+constexpr int kTop = 30;              // the title above the square
+constexpr int kMargin = 10;           // around the rest of it
+constexpr int kDotRadiusSquared = 5;  // a dot: the pixels within sqrt(5) of the point's
+constexpr float kLightness = 0.25f;   // how much of a class's colour tints its region
+
+void check_arguments(std::span<const int32_t> classes, const Tensor& points,
+                     const IndexTensor& labels, const RegionsOptions& options) {
+  if (options.size < 1 || !(options.lo < options.hi))
+    throw std::invalid_argument(fmt::format("regions: cannot show [{}, {}] in {} pixels",
+                                            options.lo, options.hi, options.size));
+  const auto pixels = static_cast<size_t>(options.size) * static_cast<size_t>(options.size);
+  if (classes.size() != pixels)
+    throw std::invalid_argument(fmt::format("regions: {} classes for {} x {} pixels",
+                                            classes.size(), options.size, options.size));
+  if (points.rank() != 2 || points.dim(1) != 2 || labels.shape().rank() != 1 ||
+      labels.numel() != points.dim(0))
+    throw ShapeError(fmt::format("regions: expected points [N, 2] and labels [N], got {} and {}",
+                                 points.shape(), labels.shape()));
+  const auto colours = static_cast<int32_t>(options.colours.size());
+  const auto has_colour = [&](int32_t c) {
+    return c >= 0 && c < colours;
+  };
+  for (const int32_t c : classes)
+    if (!has_colour(c))
+      throw std::invalid_argument(fmt::format("regions: class {} has no colour", c));
+  for (int64_t i = 0; i < labels.numel(); ++i)
+    if (!has_colour(labels.data()[i]))
+      throw std::invalid_argument(fmt::format("regions: class {} has no colour", labels.data()[i]));
+}
+
+}  // namespace
+
+Rect region_square(const RegionsOptions& options) {
+  return {kMargin, kTop, options.size, options.size};
+}
+
+std::vector<float> region_pixel_centres(const RegionsOptions& options) {
+  const int size = options.size;
+  const float lo = options.lo, hi = options.hi, side = static_cast<float>(size);
+  std::vector<float> centres;
+  centres.reserve(2 * static_cast<size_t>(size) * static_cast<size_t>(size));
+  for (int r = 0; r < size; ++r)
+    for (int c = 0; c < size; ++c) {
+      centres.push_back(lo + (hi - lo) * (static_cast<float>(c) + 0.5f) / side);
+      centres.push_back(hi - (hi - lo) * (static_cast<float>(r) + 0.5f) / side);
+    }
+  return centres;
+}
+
+Image regions(std::span<const int32_t> classes, const Tensor& points, const IndexTensor& labels,
+              const RegionsOptions& options) {
+  check_arguments(classes, points, labels, options);
+  const int size = options.size;
+  const float lo = options.lo, hi = options.hi, side = static_cast<float>(size);
+  const std::vector<Rgb>& strong = options.colours;
+  Image image(size + 2 * kMargin, size + kTop + kMargin);
+  for (int i = 0; i < size * size; ++i)
+    image.set(
+        kMargin + i % size, kTop + i / size,
+        mix(kWhite, strong[static_cast<size_t>(classes[static_cast<size_t>(i)])], kLightness));
+  for (int64_t i = 0; i < labels.numel(); ++i) {
+    const float px = points.data()[2 * i], py = points.data()[2 * i + 1];
+    const int x = kMargin + static_cast<int>((px - lo) / (hi - lo) * side);
+    const int y = kTop + static_cast<int>((hi - py) / (hi - lo) * side);
+    for (int dy = -2; dy <= 2; ++dy)
+      for (int dx = -2; dx <= 2; ++dx)
+        if (dx * dx + dy * dy <= kDotRadiusSquared && x + dx >= kMargin &&
+            x + dx < kMargin + size && y + dy >= kTop && y + dy < kTop + size)
+          image.set(x + dx, y + dy, strong[static_cast<size_t>(labels.data()[i])]);
+  }
+  image.stroke_rect(kMargin - 1, kTop - 1, size + 2, size + 2, kBlack);
+  draw_text(image, kMargin, 8, options.title, kBlack, 1, /*bold=*/true);
+  return image;
+}
+
+}  // namespace gf::viz
