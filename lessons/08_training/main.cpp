@@ -30,6 +30,7 @@
 #include "autograd/random.h"
 #include "autograd/tensor.h"
 #include "data/batch.h"
+#include "data/batch_source.h"
 #include "data/tasks.h"
 #include "data/vocab.h"
 #include "lessons/lesson.h"
@@ -37,6 +38,9 @@
 #include "models/transformer.h"
 #include "nn/attention.h"
 #include "nn/optim.h"
+#include "training/evaluate.h"
+#include "training/loop.h"
+#include "training/trainer.h"
 #include "viz/heatmap.h"
 #include "viz/line_plot.h"
 #include "viz/png.h"
@@ -351,9 +355,13 @@ Eval evaluate(Transformer& model, const HeldOut& held_out, int64_t step) {
     e.cross.push_back(Tensor::from({t_len, s_len}, avg));
   }
 
-  // Free running: the model reads its own outputs. The generated sequence (with the </s> that
-  // stopped it) is compared with tgt_out position by position.
-  const std::vector<TokenIds> outputs = greedy_decode(model, b.src);
+  // Free running: the model reads its own outputs, all rows decoded greedily as one batch. The
+  // generated sequence (with the </s> that stopped it) is compared with tgt_out position by
+  // position.
+  std::vector<std::vector<int32_t>> sources;
+  for (const data::Pair& p : held_out.pairs) sources.push_back(p.src);
+  const std::vector<TokenIds> outputs =
+      training::decode_corpus(model, sources, {.batch = rows, .by_length = false});
   int64_t free_right = 0, exact = 0;
   for (int64_t r = 0; r < rows; ++r) {
     const std::vector<int32_t>& tgt = held_out.pairs[static_cast<size_t>(r)].tgt;  // <s> .. </s>
@@ -376,7 +384,6 @@ Run train(const Setup& setup, float smoothing, uint64_t seed, const HeldOut& hel
   const auto start = std::chrono::steady_clock::now();
   Rng rng(seed);
   auto model = std::make_unique<Transformer>(setup.model, rng);
-  Rng data_rng(rng.next_u64());
   Run run;
   run.smoothing = smoothing;
   size_t next_eval = 0;
@@ -386,30 +393,33 @@ Run train(const Setup& setup, float smoothing, uint64_t seed, const HeldOut& hel
   }
 
   // [snippet: training-loop]
-  const int64_t d_model = setup.model.d_model;
-  nn::Adam adam(model->parameters());  // beta1 0.9, beta2 0.98, eps 1e-9 (§5.3)
-  model->train();                      // dropout on (§5.4)
-  for (int64_t step = 1; step <= setup.steps; ++step) {
-    const std::vector<data::Pair> pairs =
-        data::generate(data::Task::Copy, setup.batch, setup.task, data_rng);
-    const data::Batch batch = data::make_batch(pairs);  // src, tgt_in, tgt_out [B, T]
-    // Teacher forcing: the decoder reads the true previous tokens, all T positions at once.
-    const Tensor logits = model->forward(batch.src, batch.tgt_in);  // [B, T, V]
-    const Tensor loss = cross_entropy(logits, batch.tgt_out,
-                                      {.ignore_index = data::kPad, .label_smoothing = smoothing});
-    model->zero_grad();
-    loss.backward();
-    const float lr = nn::noam_lr(step, d_model, setup.warmup, setup.factor);  // eq. 3
-    adam.set_lr(lr);
-    adam.step();
-    run.losses.push_back(loss.item());
-    run.rates.push_back(lr);
-    // [/snippet]
-    if (next_eval < setup.eval_steps.size() && setup.eval_steps[next_eval] == step) {
-      run.evals.push_back(evaluate(*model, held_out, step));
-      ++next_eval;
-    }
-  }
+  // Fresh copy pairs every step, padded into src, tgt_in, tgt_out [B, T], from their own stream.
+  data::BatchSource batches =
+      data::BatchSource::generated(data::Task::Copy, setup.task, setup.batch, Rng(rng.next_u64()));
+  // Adam with beta1 0.9, beta2 0.98, eps 1e-9, at the rate of eq. 3 (§5.3).
+  training::Trainer trainer(nn::Optimizer(model->named_parameters(), nn::AdamConfig{}),
+                            training::noam(setup.model.d_model, setup.warmup, setup.factor));
+  model->train();  // dropout on (§5.4)
+  training::run(
+      trainer, [&] { return batches.next(); },
+      [&](const data::Batch& batch) {
+        // Teacher forcing: the decoder reads the true previous tokens, all T positions at once.
+        return training::teacher_forced_loss(*model, batch, smoothing);
+      },
+      setup.steps,
+      {.after_step =
+           [&](const training::StepRecord& r) {
+             run.losses.push_back(r.result.loss);
+             run.rates.push_back(r.result.lr);
+           },
+       .evaluate =
+           [&](int64_t step) {
+             if (next_eval < setup.eval_steps.size() && setup.eval_steps[next_eval] == step) {
+               run.evals.push_back(evaluate(*model, held_out, step));
+               ++next_eval;
+             }
+           }});
+  // [/snippet]
   model->eval();
   run.seconds = seconds_since(start);
   model_out = std::move(model);
@@ -436,8 +446,8 @@ void print_evals(const Run& run) {
                e.p_correct, e.forced_accuracy, e.free_accuracy, e.forced_exact, e.exact);
 }
 
-void training(const Setup& setup, const Run& run, Transformer& model, const HeldOut& held_out,
-              const std::string& out_dir, Checks& check) {
+void training_the_copy_model(const Setup& setup, const Run& run, Transformer& model,
+                             const HeldOut& held_out, const std::string& out_dir, Checks& check) {
   banner("3. Training the copy model");
   fmt::print(
       "  {} parameters, {} steps of {} sequences, warmup {}, label smoothing {}, "
@@ -889,7 +899,7 @@ int main(int argc, char** argv) {
     }
     const Run& main_run =
         *std::find_if(runs.begin(), runs.end(), [](const Run& r) { return r.smoothing == 0.1f; });
-    training(setup, main_run, *main_model, held_out, out_dir, check);
+    training_the_copy_model(setup, main_run, *main_model, held_out, out_dir, check);
     greedy_decoding(*main_model, held_out, check);
     size_t chosen_layer = 0;
     alignment_emerges(setup.quick, main_run, held_out, out_dir, chosen_layer, check);
