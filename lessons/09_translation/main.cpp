@@ -34,6 +34,7 @@
 #include "autograd/random.h"
 #include "autograd/tensor.h"
 #include "data/batch.h"
+#include "data/batch_source.h"
 #include "data/bleu.h"
 #include "data/pair.h"
 #include "data/parallel_corpus.h"
@@ -44,6 +45,9 @@
 #include "models/decode.h"
 #include "models/transformer.h"
 #include "nn/optim.h"
+#include "training/evaluate.h"
+#include "training/loop.h"
+#include "training/trainer.h"
 #include "viz/heatmap.h"
 #include "viz/line_plot.h"
 #include "viz/png.h"
@@ -392,74 +396,41 @@ Trained train(const Setup& s, const TransformerConfig& config, std::span<const d
   const auto start = std::chrono::steady_clock::now();
   Rng rng(seed);
   Trained t{.model = std::make_unique<Transformer>(config, rng), .losses = {}, .seconds = 0};
-  nn::Adam adam(t.model->parameters(), {.lr = 0.0f, .beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-9f});
-  std::vector<std::vector<data::Pair>> epoch;
-  size_t next = 0;
-  for (int64_t step = 1; step <= steps; ++step) {
-    if (next == epoch.size()) {
-      epoch = data::batches_by_length(pairs, s.batch_tokens, rng);
-      next = 0;
-    }
-    const data::Batch batch = data::make_batch(epoch[next++]);
-    t.model->train();
-    const Tensor loss =
-        cross_entropy(t.model->forward(batch.src, batch.tgt_in), batch.tgt_out,
-                      {.ignore_index = config.pad_id, .label_smoothing = s.label_smoothing});
-    t.model->zero_grad();
-    loss.backward();
-    adam.set_lr(nn::noam_lr(step, config.d_model, s.warmup, s.factor));
-    adam.step();
-    t.losses.push_back(loss.item());
-    if (after_step) after_step(step, t.losses.back(), *t.model);
-  }
+  Transformer& model = *t.model;
+  // The generator that drew the weights goes on to draw the batches of each epoch.
+  data::BatchSource batches =
+      data::BatchSource::by_length({pairs.begin(), pairs.end()}, s.batch_tokens, rng);
+  training::Trainer trainer(nn::Optimizer(model.named_parameters(), nn::AdamConfig{}),
+                            training::noam(config.d_model, s.warmup, s.factor));
+  training::run(
+      trainer, [&] { return batches.next(); },
+      [&](const data::Batch& batch) {
+        return training::teacher_forced_loss(model, batch, s.label_smoothing);
+      },
+      steps, {.after_step = [&](const training::StepRecord& r) {
+        t.losses.push_back(r.result.loss);
+        if (after_step) after_step(r.result.step, r.result.loss, model);
+      }});
   t.seconds = seconds_since(start);
   return t;
 }
 // [/snippet]
 
-std::vector<data::Pair> encode_all(const data::Tokenizer& tokenizer,
-                                   std::span<const data::AlignedPair> pairs) {
-  std::vector<data::Pair> out;
-  for (const data::AlignedPair& p : pairs)
-    out.push_back(
-        data::encode_pair(tokenizer, data::join_words(p.source), data::join_words(p.target)));
-  return out;
-}
-
 // [snippet: translate]
-// The output ids for every pair's source, 64 sentences at a time: greedy, or beam search with
-// §6.1's beam size 4 and length penalty alpha (0.6 in the paper).
-std::vector<TokenIds> decode_all(Transformer& model, std::span<const data::Pair> pairs, bool beam,
-                                 float alpha = 0.6f, bool early_stop = false) {
-  std::vector<TokenIds> out;
-  for (size_t first = 0; first < pairs.size(); first += 64) {
-    std::vector<std::vector<int32_t>> sources;
-    for (size_t i = first; i < std::min(pairs.size(), first + 64); ++i)
-      sources.push_back(pairs[i].src);
-    const IndexTensor src = data::pad_sequences(sources);
-    for (TokenIds& t :
-         beam ? beam_search(model, src,
-                            {.beam = 4, .length_penalty = alpha, .early_stop = early_stop})
-              : greedy_decode(model, src))
-      out.push_back(std::move(t));
-  }
-  return out;
-}
-
-// BLEU is computed on text: the decoded ids turned back into words.
-std::vector<std::string> texts_of(const data::Tokenizer& tokenizer,
-                                  std::span<const TokenIds> outputs) {
-  std::vector<std::string> out;
-  for (const TokenIds& ids : outputs) out.push_back(tokenizer.decode(ids));
-  return out;
+// The test sentences decoded 64 at a time, in their order: greedily (beam 1), or by beam search
+// with §6.1's beam size 4 and length penalty alpha (0.6 in the paper). score_translations turns
+// the output ids back into text and scores it against the references: BLEU, chrF, exact share.
+training::TranslationScores translate(Transformer& model, const data::Tokenizer& tokenizer,
+                                      const data::SentencePairsFile& test, int64_t beam,
+                                      float alpha = 0.6f, bool early_stop = false) {
+  return training::score_translations(model, tokenizer, test.pairs,
+                                      {.beam = beam,
+                                       .length_penalty = alpha,
+                                       .early_stop = early_stop,
+                                       .batch = 64,
+                                       .by_length = false});
 }
 // [/snippet]
-
-std::vector<std::string> translate(Transformer& model, const data::Tokenizer& tokenizer,
-                                   std::span<const data::Pair> pairs, bool beam,
-                                   float alpha = 0.6f) {
-  return texts_of(tokenizer, decode_all(model, pairs, beam, alpha));
-}
 
 // [snippet: score]
 // How beam search ranks an output: log P(tokens, then eos | source), the sum of each token's
@@ -467,26 +438,13 @@ std::vector<std::string> translate(Transformer& model, const data::Tokenizer& to
 // lp = ((5 + length) / 6)^alpha of Wu et al. (2016), the length counting eos.
 double beam_score(Transformer& model, const std::vector<int32_t>& src, const TokenIds& tokens,
                   float alpha) {
-  model.eval();
-  NoGrad no_grad;
-  std::vector<int32_t> tgt_in = {model.config.bos_id}, next = tokens;
-  tgt_in.insert(tgt_in.end(), tokens.begin(), tokens.end());
-  next.push_back(model.config.eos_id);
-  const Tensor log_p =
-      log_softmax(model.forward(IndexTensor::from({1, std::ssize(src)}, src),
-                                IndexTensor::from({1, std::ssize(tgt_in)}, tgt_in)));
-  double sum = 0;
-  for (size_t t = 0; t < next.size(); ++t) sum += log_p.at({0, static_cast<int64_t>(t), next[t]});
-  return sum / std::pow((5.0 + static_cast<double>(next.size())) / 6.0, alpha);
+  std::vector<int32_t> tgt = {model.config.bos_id};  // <s> tokens </s>
+  tgt.insert(tgt.end(), tokens.begin(), tokens.end());
+  tgt.push_back(model.config.eos_id);
+  const double length = static_cast<double>(tokens.size() + 1);  // with eos
+  return training::log_likelihood(model, src, tgt) / std::pow((5.0 + length) / 6.0, alpha);
 }
 // [/snippet]
-
-double exact_share(std::span<const std::string> hypotheses,
-                   std::span<const std::string> references) {
-  int64_t same = 0;
-  for (size_t i = 0; i < hypotheses.size(); ++i) same += hypotheses[i] == references[i];
-  return static_cast<double>(same) / static_cast<double>(hypotheses.size());
-}
 
 struct RandomRun {
   Trained trained;
@@ -498,8 +456,10 @@ RandomRun train_and_decode(const Setup& s, const TransformerConfig& config,
                            const data::Tokenizer& tokenizer, const data::ToyCorpus& corpus,
                            uint64_t seed, const std::string& out_dir, Checks& check) {
   banner("3. Training, greedy decoding and beam search");
-  const std::vector<data::Pair> train_pairs = encode_all(tokenizer, corpus.train);
-  const std::vector<data::Pair> test_pairs = encode_all(tokenizer, corpus.test);
+  const std::vector<data::Pair> train_pairs =
+      data::encode_pairs(tokenizer, data::sentence_pairs_of(corpus.train, "train"));
+  const data::SentencePairsFile test = data::sentence_pairs_of(corpus.test, "test");
+  const std::vector<data::Pair> test_pairs = data::encode_pairs(tokenizer, test);
   const std::vector<std::string> references = targets_of(corpus.test);
   RandomRun run;
   run.trained =
@@ -507,8 +467,7 @@ RandomRun train_and_decode(const Setup& s, const TransformerConfig& config,
         if (step % (s.steps / 7) == 0 || step == s.steps)
           fmt::print("  step {:>4}  loss {:.3f}\n", step, loss);
         if (step == s.split_steps)
-          run.bleu_at_split_budget =
-              data::corpus_bleu(translate(m, tokenizer, test_pairs, false), references).score;
+          run.bleu_at_split_budget = translate(m, tokenizer, test, 1).bleu.score;
       });
   const Trained& t = run.trained;
   fmt::print("  trained {} steps of about {} tokens in {:.1f} s ({} parameters)\n", s.steps,
@@ -518,32 +477,22 @@ RandomRun train_and_decode(const Setup& s, const TransformerConfig& config,
                     t.losses.back()));
 
   const auto start = std::chrono::steady_clock::now();
-  const std::vector<TokenIds> greedy_ids = decode_all(*t.model, test_pairs, false);
-  const std::vector<std::string> greedy = texts_of(tokenizer, greedy_ids);
+  const training::TranslationScores greedy = translate(*t.model, tokenizer, test, 1);
   const double greedy_seconds = seconds_since(start);
-  const std::vector<TokenIds> beam_ids = decode_all(*t.model, test_pairs, true);
-  const std::vector<std::string> beam = texts_of(tokenizer, beam_ids);
+  const training::TranslationScores beam = translate(*t.model, tokenizer, test, 4);
   const double beam_seconds = seconds_since(start) - greedy_seconds;
-  // [snippet: bleu]
-  const data::BleuScore greedy_bleu = data::corpus_bleu(greedy, references);
-  const data::BleuScore beam_bleu = data::corpus_bleu(beam, references);
-  // [/snippet]
-  const data::ChrfScore greedy_chrf = data::corpus_chrf(greedy, references);
-  const data::ChrfScore beam_chrf = data::corpus_chrf(beam, references);
   fmt::print("\n  on the {} test pairs:\n", references.size());
   fmt::print("  greedy   {}\n           chrF {:.1f}, exact {:.1f}%, {:.1f} s\n",
-             greedy_bleu.to_string(), greedy_chrf.score, 100 * exact_share(greedy, references),
-             greedy_seconds);
+             greedy.bleu.to_string(), greedy.chrf.score, 100 * greedy.exact, greedy_seconds);
   fmt::print("  beam 4   {}\n           chrF {:.1f}, exact {:.1f}%, {:.1f} s\n",
-             beam_bleu.to_string(), beam_chrf.score, 100 * exact_share(beam, references),
-             beam_seconds);
+             beam.bleu.to_string(), beam.chrf.score, 100 * beam.exact, beam_seconds);
   double mean_sentence_bleu = 0;
-  for (size_t i = 0; i < greedy.size(); ++i)
-    mean_sentence_bleu += data::sentence_bleu(greedy[i], references[i]).score;
-  mean_sentence_bleu /= static_cast<double>(greedy.size());
+  for (size_t i = 0; i < references.size(); ++i)
+    mean_sentence_bleu += data::sentence_bleu(greedy.hypotheses[i], references[i]).score;
+  mean_sentence_bleu /= static_cast<double>(references.size());
   fmt::print("  (the mean of the greedy sentence BLEUs would be {:.2f}: not corpus BLEU)\n",
              mean_sentence_bleu);
-  run.best_bleu = std::max(greedy_bleu.score, beam_bleu.score);
+  run.best_bleu = std::max(greedy.bleu.score, beam.bleu.score);
   if (s.quick)
     check(std::isfinite(run.best_bleu) && run.best_bleu >= 0,
           fmt::format("--quick: BLEU is computed ({:.1f}); the full run asserts >= 95",
@@ -551,55 +500,57 @@ RandomRun train_and_decode(const Setup& s, const TransformerConfig& config,
   else
     check(run.best_bleu >= 95.0,
           fmt::format("test BLEU {:.2f} (greedy {:.2f}, beam {:.2f}) is at least 95", run.best_bleu,
-                      greedy_bleu.score, beam_bleu.score));
+                      greedy.bleu.score, beam.bleu.score));
 
   fmt::print("\n  a few test translations (greedy):\n");
   for (size_t i = 0; i < 3; ++i)
     fmt::print("    source     {}\n    reference  {}\n    greedy     {}\n\n",
-               data::join_words(corpus.test[i].source), references[i], greedy[i]);
+               data::join_words(corpus.test[i].source), references[i], greedy.hypotheses[i]);
 
   // Where a beam's output differs from greedy's, which one the model scores higher.
   struct Differences {
     int64_t differ = 0, beam_right = 0, greedy_right = 0, beam_higher = 0, cut_short = 0;
   };
-  const auto compare = [&](const std::vector<TokenIds>& ids, const std::vector<std::string>& out,
-                           bool show) {
+  const auto compare = [&](const training::TranslationScores& other, bool show) {
+    const std::vector<TokenIds>& ids = other.outputs;
+    const std::vector<TokenIds>& greedy_ids = greedy.outputs;
+    const std::vector<std::string>& out = other.hypotheses;
+    const std::vector<std::string>& greedy_out = greedy.hypotheses;
     Differences d;
-    for (size_t i = 0; i < greedy.size(); ++i) {
-      if (greedy[i] == out[i]) continue;
+    for (size_t i = 0; i < greedy_out.size(); ++i) {
+      if (greedy_out[i] == out[i]) continue;
       const double greedy_score = beam_score(*t.model, test_pairs[i].src, greedy_ids[i], 0.6f);
       const double beam_found = beam_score(*t.model, test_pairs[i].src, ids[i], 0.6f);
       d.beam_higher += beam_found > greedy_score;
       d.cut_short += beam_found < greedy_score && ids[i].size() < greedy_ids[i].size();
       d.beam_right += out[i] == references[i];
-      d.greedy_right += greedy[i] == references[i];
+      d.greedy_right += greedy_out[i] == references[i];
       if (show && d.differ < 3)
         fmt::print(
             "    source     {}\n    reference  {}\n    greedy     {}   (score {:.3f})\n"
             "    beam       {}   (score {:.3f})\n\n",
-            data::join_words(corpus.test[i].source), references[i], greedy[i], greedy_score, out[i],
-            beam_found);
+            data::join_words(corpus.test[i].source), references[i], greedy_out[i], greedy_score,
+            out[i], beam_found);
       ++d.differ;
     }
     fmt::print(
         "  beam and greedy differ on {} of {} sentences. There the beam's output is exact {} "
         "times, greedy's {} times;\n  the beam's output scores higher {} times, and is shorter "
         "and scores lower {} times\n",
-        d.differ, greedy.size(), d.beam_right, d.greedy_right, d.beam_higher, d.cut_short);
+        d.differ, greedy_out.size(), d.beam_right, d.greedy_right, d.beam_higher, d.cut_short);
     return d;
   };
   // The quick stopping rule: done as soon as 4 hypotheses have emitted eos.
-  const std::vector<TokenIds> early_ids = decode_all(*t.model, test_pairs, true, 0.6f, true);
-  const std::vector<std::string> early = texts_of(tokenizer, early_ids);
+  const training::TranslationScores early = translate(*t.model, tokenizer, test, 4, 0.6f, true);
   fmt::print("\n  beam 4 stopping as soon as 4 hypotheses have finished (early_stop):\n");
-  fmt::print("  {}\n\n", data::corpus_bleu(early, references).to_string());
-  const Differences quick = compare(early_ids, early, true);
+  fmt::print("  {}\n\n", early.bleu.to_string());
+  const Differences quick = compare(early, true);
   if (!s.quick)
     check(quick.differ > 0 && 2 * quick.cut_short > quick.differ,
           "stopping early, where beam and greedy differ the beam's output is mostly shorter and "
           "scores LOWER than greedy's: the search missed a translation it would rank higher");
   fmt::print("\n  beam 4 going on while a hypothesis still alive scores better (the default):\n");
-  const Differences patient = compare(beam_ids, beam, false);
+  const Differences patient = compare(beam, false);
   if (!s.quick)
     check(patient.cut_short < quick.cut_short,
           fmt::format("going on, the beam loses a better translation on {} sentences instead of "
@@ -608,8 +559,7 @@ RandomRun train_and_decode(const Setup& s, const TransformerConfig& config,
 
   fmt::print("\n  beam 4 and the length penalty alpha, test BLEU:");
   for (const float alpha : {0.0f, 0.6f, 1.0f, 2.0f}) {
-    const std::vector<std::string> out = translate(*t.model, tokenizer, test_pairs, true, alpha);
-    const data::BleuScore b = data::corpus_bleu(out, references);
+    const data::BleuScore b = translate(*t.model, tokenizer, test, 4, alpha).bleu;
     fmt::print("  alpha {:.1f}: {:.2f} (length ratio {:.3f})", alpha, b.score,
                static_cast<double>(b.hypothesis_length) / static_cast<double>(b.reference_length));
   }
@@ -666,35 +616,6 @@ TokenWords token_words(const data::Tokenizer& tokenizer, const data::Pair& pair)
                .source = data::word_of_tokens(tokenizer, pair.src)};
   w.target.push_back(-1);
   return w;
-}
-
-struct AlignmentScores {
-  std::vector<data::AlignmentScore> layers;      // heads averaged, per decoder layer
-  std::vector<data::AlignmentScore> last_layer;  // per head of the last layer
-};
-
-AlignmentScores score_alignment(Transformer& model, const data::Tokenizer& tokenizer,
-                                std::span<const data::AlignedPair> pairs) {
-  AlignmentScores scores;
-  scores.layers.resize(static_cast<size_t>(model.config.decoder_layers));
-  scores.last_layer.resize(static_cast<size_t>(model.config.heads));
-  for (const data::AlignedPair& p : pairs) {
-    const data::Pair pair =
-        data::encode_pair(tokenizer, data::join_words(p.source), data::join_words(p.target));
-    const std::vector<Tensor> maps = cross_attention(model, pair);
-    const TokenWords words = token_words(tokenizer, pair);
-    // [snippet: alignment]
-    // For each target word, the source word with the most attention, the weights pooled
-    // over the word's BPE pieces, must be the one the gold alignment names.
-    for (size_t layer = 0; layer < maps.size(); ++layer)
-      data::add_alignment_score(head_map(maps[layer], -1), words.target, words.source, p.alignment,
-                                scores.layers[layer]);
-    // [/snippet]
-    for (int64_t h = 0; h < model.config.heads; ++h)
-      data::add_alignment_score(head_map(maps.back(), h), words.target, words.source, p.alignment,
-                                scores.last_layer[static_cast<size_t>(h)]);
-  }
-  return scores;
 }
 
 // Token attention [rows * cols] pooled into words [target words * source words]: a target
@@ -794,19 +715,28 @@ double where_attention_goes(Transformer& model, const data::Tokenizer& tokenizer
                             const data::ToyCorpus& corpus, bool quick, const std::string& out_dir,
                             Checks& check) {
   banner("4. What the cross-attention aligns");
-  const AlignmentScores scores = score_alignment(model, tokenizer, corpus.test);
-  for (size_t layer = 0; layer < scores.layers.size(); ++layer)
+  const data::SentencePairsFile test = data::sentence_pairs_of(corpus.test, "test");
+  // [snippet: alignment]
+  // For each target word, the source word with the most attention, the weights pooled over the
+  // word's BPE pieces, must be the one the gold alignment names: in each decoder layer with its
+  // heads averaged, and in each head of the last layer alone.
+  std::vector<data::AlignmentScore> layers, last_layer;
+  for (int64_t layer = 0; layer < model.config.decoder_layers; ++layer)
+    layers.push_back(training::score_alignment(model, tokenizer, test, layer));
+  for (int64_t head = 0; head < model.config.heads; ++head)
+    last_layer.push_back(training::score_alignment(model, tokenizer, test, -1, head));
+  // [/snippet]
+  for (size_t layer = 0; layer < layers.size(); ++layer)
     fmt::print(
         "  decoder layer {}, heads averaged: {:.1f}% of {} target words attend most to "
         "their gold source word\n",
-        layer + 1, 100 * scores.layers[layer].accuracy(), scores.layers[layer].total);
+        layer + 1, 100 * layers[layer].accuracy(), layers[layer].total);
   fmt::print("  last layer, head by head:");
-  for (const data::AlignmentScore& h : scores.last_layer)
-    fmt::print(" {:.1f}%", 100 * h.accuracy());
+  for (const data::AlignmentScore& h : last_layer) fmt::print(" {:.1f}%", 100 * h.accuracy());
   fmt::print("\n\n");
-  const double score = scores.layers.back().accuracy();
+  const double score = layers.back().accuracy();
   if (quick)
-    check(score >= 0.0 && score <= 1.0 && scores.layers.back().total > 0,
+    check(score >= 0.0 && score <= 1.0 && layers.back().total > 0,
           fmt::format("--quick: the alignment score is computed ({:.1f}%)", 100 * score));
   else
     check(score > 0.8,
@@ -849,21 +779,21 @@ SplitResult evaluate_split(const std::string& name, const Setup& s, const data::
   const data::BpeTokenizer tokenizer = shared_bpe(corpus, s.vocab_size);
   TransformerConfig config = s.model;
   config.vocab_size = tokenizer.size();
-  const std::vector<data::Pair> train_pairs = encode_all(tokenizer, corpus.train);
-  const std::vector<data::Pair> test_pairs = encode_all(tokenizer, corpus.test);
+  const std::vector<data::Pair> train_pairs =
+      data::encode_pairs(tokenizer, data::sentence_pairs_of(corpus.train, "train"));
+  const data::SentencePairsFile test = data::sentence_pairs_of(corpus.test, "test");
   Trained t = train(s, config, train_pairs, s.split_steps, seed);
   curves.push_back({.name = name, .ys = t.losses});
-  hypotheses = translate(*t.model, tokenizer, test_pairs, false);
-  const std::vector<std::string> references = targets_of(corpus.test);
-  const AlignmentScores scores = score_alignment(*t.model, tokenizer, corpus.test);
+  const training::TranslationScores scores = translate(*t.model, tokenizer, test, 1);
+  hypotheses = scores.hypotheses;
   fmt::print("  {} split: trained {} steps in {:.1f} s\n", name, s.split_steps, t.seconds);
-  const data::BleuScore bleu = data::corpus_bleu(hypotheses, references);
+  const data::BleuScore& bleu = scores.bleu;
   return {.name = name,
           .steps = s.split_steps,
           .bleu = bleu.score,
-          .chrf = data::corpus_chrf(hypotheses, references).score,
-          .exact = exact_share(hypotheses, references),
-          .alignment = scores.layers.back().accuracy(),
+          .chrf = scores.chrf.score,
+          .exact = scores.exact,
+          .alignment = training::score_alignment(*t.model, tokenizer, test).accuracy(),
           .length_ratio = static_cast<double>(bleu.hypothesis_length) /
                           static_cast<double>(bleu.reference_length)};
 }
