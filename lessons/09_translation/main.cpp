@@ -72,6 +72,7 @@ struct Setup {
   float label_smoothing = 0.1f;
 };
 
+// The corpus and the model of the README's full run, and the smaller ones of --quick.
 Setup make_setup(bool quick) {
   Setup s;
   s.quick = quick;
@@ -95,76 +96,24 @@ Setup make_setup(bool quick) {
   return s;
 }
 
-std::vector<std::string> sources_of(std::span<const data::AlignedPair> pairs) {
-  std::vector<std::string> out;
-  for (const data::AlignedPair& p : pairs) out.push_back(data::join_words(p.source));
-  return out;
-}
-
-std::vector<std::string> targets_of(std::span<const data::AlignedPair> pairs) {
-  std::vector<std::string> out;
-  for (const data::AlignedPair& p : pairs) out.push_back(data::join_words(p.target));
-  return out;
-}
-
-// Whether the source words of the target words, read left to right, ever go backwards.
-bool reorders(const data::AlignedPair& p) {
-  for (size_t i = 1; i < p.alignment.size(); ++i)
-    if (p.alignment[i].first < p.alignment[i - 1].first) return true;
-  return false;
-}
-
-// Adjacent target words aligned to adjacent source words in the opposite order: the marks of
-// a mirrored noun phrase ("big red cat" -> "miru roso grano").
-int64_t mirrored_neighbours(const data::AlignedPair& p) {
-  int64_t count = 0;
-  for (size_t i = 1; i < p.alignment.size(); ++i)
-    if (p.alignment[i].second == p.alignment[i - 1].second + 1 &&
-        p.alignment[i].first == p.alignment[i - 1].first - 1)
-      ++count;
-  return count;
-}
-
-// The pair written as two lines, each target word above the source word it translates.
-void print_aligned(const data::AlignedPair& p) {
-  fmt::print("  source: {}\n  target: {}\n", data::join_words(p.source),
-             data::join_words(p.target));
-  std::vector<std::string> from(p.target.size(), "-");
-  for (const auto& [s, t] : p.alignment)
-    from[static_cast<size_t>(t)] = p.source[static_cast<size_t>(s)];
-  std::string top = "    target word  ", bottom = "    translates   ";
-  for (size_t t = 0; t < p.target.size(); ++t) {
-    const size_t width = std::max(p.target[t].size(), from[t].size()) + 1;
-    top += fmt::format("{:<{}}", p.target[t], width);
-    bottom += fmt::format("{:<{}}", from[t], width);
-  }
-  fmt::print("{}\n{}\n  alignment (source-target): {}\n\n", top, bottom,
-             data::alignment_text(p.alignment));
-}
+// Plumbing of several sections, defined at the end of the file.
+std::vector<std::string> sources_of(std::span<const data::AlignedPair> pairs);  // as text
+std::vector<std::string> targets_of(std::span<const data::AlignedPair> pairs);
+// Adjacent target words aligned to adjacent source words in the opposite order.
+int64_t mirrored_neighbours(const data::AlignedPair& p);
+// The (adjective, noun) source positions of the held-out combinations in p.
+std::vector<std::pair<int32_t, int32_t>> held_out_in(const data::AlignedPair& p,
+                                                     const std::vector<std::string>& held_out);
 
 // ---- 1. The toy language ----
-
-// The (adjective, noun) source positions of held-out combinations ("red cat") in p: the
-// adjective is one of the two words before the noun, in its singular or plural form.
-std::vector<std::pair<int32_t, int32_t>> held_out_in(const data::AlignedPair& p,
-                                                     const std::vector<std::string>& held_out) {
-  std::vector<std::pair<int32_t, int32_t>> found;
-  for (const std::string& combo : held_out) {
-    const std::string adjective = combo.substr(0, combo.find(' '));
-    const std::string noun = combo.substr(combo.find(' ') + 1);
-    for (int32_t n = 0; n < static_cast<int32_t>(p.source.size()); ++n) {
-      const std::string& w = p.source[static_cast<size_t>(n)];
-      if (w != noun && w != noun + "s" && !(noun == "child" && w == "children")) continue;
-      for (int32_t a = std::max(0, n - 2); a < n; ++a)
-        if (p.source[static_cast<size_t>(a)] == adjective) found.emplace_back(a, n);
-    }
-  }
-  return found;
-}
 
 struct Corpora {
   data::ToyCorpus random, compositional, length;
 };
+
+// Helpers of this section, below it.
+bool reorders(const data::AlignedPair& p);
+void print_aligned(const data::AlignedPair& p);
 
 Corpora the_toy_language(const Setup& s, uint64_t seed, Checks& check) {
   banner("1. The toy language");
@@ -248,25 +197,31 @@ Corpora the_toy_language(const Setup& s, uint64_t seed, Checks& check) {
   return c;
 }
 
-// ---- 2. One vocabulary for both languages ----
+// Whether the source words of the target words, read left to right, ever go backwards.
+bool reorders(const data::AlignedPair& p) {
+  for (size_t i = 1; i < p.alignment.size(); ++i)
+    if (p.alignment[i].first < p.alignment[i - 1].first) return true;
+  return false;
+}
 
-// Mean and largest tokens per sentence, over both sides of the pairs.
-std::pair<double, size_t> lengths(const data::Tokenizer& tokenizer,
-                                  std::span<const std::string> texts) {
-  size_t total = 0, longest = 0;
-  for (const std::string& t : texts) {
-    const size_t n = tokenizer.encode(t).size();
-    total += n;
-    longest = std::max(longest, n);
+// The pair written as two lines, each target word above the source word it translates.
+void print_aligned(const data::AlignedPair& p) {
+  fmt::print("  source: {}\n  target: {}\n", data::join_words(p.source),
+             data::join_words(p.target));
+  std::vector<std::string> from(p.target.size(), "-");
+  for (const auto& [s, t] : p.alignment)
+    from[static_cast<size_t>(t)] = p.source[static_cast<size_t>(s)];
+  std::string top = "    target word  ", bottom = "    translates   ";
+  for (size_t t = 0; t < p.target.size(); ++t) {
+    const size_t width = std::max(p.target[t].size(), from[t].size()) + 1;
+    top += fmt::format("{:<{}}", p.target[t], width);
+    bottom += fmt::format("{:<{}}", from[t], width);
   }
-  return {static_cast<double>(total) / static_cast<double>(texts.size()), longest};
+  fmt::print("{}\n{}\n  alignment (source-target): {}\n\n", top, bottom,
+             data::alignment_text(p.alignment));
 }
 
-std::string pieces(const data::Tokenizer& tokenizer, const std::string& text) {
-  std::vector<std::string> labels;
-  for (const int32_t id : tokenizer.encode(text)) labels.push_back(tokenizer.label(id));
-  return fmt::format("{}", fmt::join(labels, " | "));
-}
+// ---- 2. One vocabulary for both languages ----
 
 // [snippet: shared-vocabulary]
 // §5.1: "a shared source-target vocabulary". The merges are learned from the sentences of both
@@ -277,6 +232,12 @@ data::BpeTokenizer shared_bpe(const data::ToyCorpus& corpus, int32_t vocab_size)
   return data::BpeTokenizer::learn(texts, {.vocab_size = vocab_size, .byte_fallback = false});
 }
 // [/snippet]
+
+std::string pieces(const data::Tokenizer& tokenizer, const std::string& text) {
+  std::vector<std::string> labels;
+  for (const int32_t id : tokenizer.encode(text)) labels.push_back(tokenizer.label(id));
+  return fmt::format("{}", fmt::join(labels, " | "));
+}
 
 data::BpeTokenizer one_vocabulary(const Setup& s, const data::ToyCorpus& corpus, Checks& check) {
   banner("2. One vocabulary for both languages");
@@ -334,8 +295,23 @@ data::BpeTokenizer one_vocabulary(const Setup& s, const data::ToyCorpus& corpus,
              source_ids.size(), target_ids.size(), both.size(),
              fmt::join(both.begin(), both.begin() + std::min<long>(14, std::ssize(both)), " "),
              both.size() > 14 ? " ..." : "");
+  return bpe;
+}
 
-  // Vocabulary size against sequence length, three ways.
+// Mean and largest tokens per sentence, over both sides of the pairs.
+std::pair<double, size_t> lengths(const data::Tokenizer& tokenizer,
+                                  std::span<const std::string> texts) {
+  size_t total = 0, longest = 0;
+  for (const std::string& t : texts) {
+    const size_t n = tokenizer.encode(t).size();
+    total += n;
+    longest = std::max(longest, n);
+  }
+  return {static_cast<double>(total) / static_cast<double>(texts.size()), longest};
+}
+
+// Vocabulary size against sequence length, three ways, and BPE's round trip.
+void three_tokenizers(const data::BpeTokenizer& bpe, const data::ToyCorpus& corpus, Checks& check) {
   std::vector<std::string> texts = sources_of(corpus.train);
   for (const std::string& t : targets_of(corpus.train)) texts.push_back(t);
   const data::WordTokenizer word = data::WordTokenizer::learn(texts);
@@ -362,21 +338,22 @@ data::BpeTokenizer one_vocabulary(const Setup& s, const data::ToyCorpus& corpus,
       }
   check(round_trips == texts_checked,
         fmt::format("decode(encode(s)) == s for all {} train and test sentences", texts_checked));
+}
 
-  // §3.4: one matrix for the source embedding, the target embedding and the output projection.
+// What tying saves (§3.4: one matrix for the source embedding, the target embedding and the
+// output projection).
+void tied_embeddings(TransformerConfig config, Checks& check) {
   Rng rng(1);
-  TransformerConfig config = s.model;
-  config.vocab_size = bpe.size();
   const Transformer tied(config, rng);
   config.tied = false;
   const Transformer untied(config, rng);
   const int64_t saved = untied.parameter_count() - tied.parameter_count();
   fmt::print("\n  parameters with V = {}, D = {}: tied {}, untied {} (saves {} = 2 V D)\n",
-             bpe.size(), config.d_model, tied.parameter_count(), untied.parameter_count(), saved);
-  check(
-      saved == 2 * bpe.size() * config.d_model && tied.embed && !tied.src_embed && !tied.generator,
-      "tying keeps one [V, D] matrix where the untied model has three");
-  return bpe;
+             config.vocab_size, config.d_model, tied.parameter_count(), untied.parameter_count(),
+             saved);
+  check(saved == 2 * config.vocab_size * config.d_model && tied.embed && !tied.src_embed &&
+            !tied.generator,
+        "tying keeps one [V, D] matrix where the untied model has three");
 }
 
 // ---- 3. Training and decoding ----
@@ -449,8 +426,21 @@ double beam_score(Transformer& model, const std::vector<int32_t>& src, const Tok
 struct RandomRun {
   Trained trained;
   double bleu_at_split_budget = 0;  // greedy test BLEU after split_steps, for section 5
-  double best_bleu = 0;
 };
+
+// The test set translated greedily and with beam search (beam 4, alpha 0.6).
+struct TestTranslations {
+  training::TranslationScores greedy, beam;
+};
+
+TestTranslations decoding_and_bleu(const Setup& s, Transformer& model,
+                                   const data::Tokenizer& tokenizer, const data::ToyCorpus& corpus,
+                                   const data::SentencePairsFile& test, Checks& check);
+void where_beam_and_greedy_differ(const Setup& s, Transformer& model,
+                                  const data::Tokenizer& tokenizer, const data::ToyCorpus& corpus,
+                                  const data::SentencePairsFile& test,
+                                  const training::TranslationScores& greedy,
+                                  const training::TranslationScores& beam, Checks& check);
 
 RandomRun train_and_decode(const Setup& s, const TransformerConfig& config,
                            const data::Tokenizer& tokenizer, const data::ToyCorpus& corpus,
@@ -459,8 +449,6 @@ RandomRun train_and_decode(const Setup& s, const TransformerConfig& config,
   const std::vector<data::Pair> train_pairs =
       data::encode_pairs(tokenizer, data::sentence_pairs_of(corpus.train, "train"));
   const data::SentencePairsFile test = data::sentence_pairs_of(corpus.test, "test");
-  const std::vector<data::Pair> test_pairs = data::encode_pairs(tokenizer, test);
-  const std::vector<std::string> references = targets_of(corpus.test);
   RandomRun run;
   run.trained =
       train(s, config, train_pairs, s.steps, seed, [&](int64_t step, float loss, Transformer& m) {
@@ -476,10 +464,29 @@ RandomRun train_and_decode(const Setup& s, const TransformerConfig& config,
         fmt::format("the training loss fell from {:.2f} to {:.2f}", t.losses.front(),
                     t.losses.back()));
 
+  const TestTranslations decoded = decoding_and_bleu(s, *t.model, tokenizer, corpus, test, check);
+  where_beam_and_greedy_differ(s, *t.model, tokenizer, corpus, test, decoded.greedy, decoded.beam,
+                               check);
+
+  const std::string path = out_dir + kDir + "loss.png";
+  viz::write_png(viz::line_plot({{.name = "training loss (label smoothing 0.1)", .ys = t.losses}},
+                                {.title = "random split: training loss",
+                                 .y_label = "cross-entropy (log scale)",
+                                 .log_y = true}),
+                 path);
+  fmt::print("  wrote {}\n", path);
+  return run;
+}
+
+// The test set translated greedily and with beam 4, scored, timed and shown.
+TestTranslations decoding_and_bleu(const Setup& s, Transformer& model,
+                                   const data::Tokenizer& tokenizer, const data::ToyCorpus& corpus,
+                                   const data::SentencePairsFile& test, Checks& check) {
+  const std::vector<std::string> references = targets_of(corpus.test);
   const auto start = std::chrono::steady_clock::now();
-  const training::TranslationScores greedy = translate(*t.model, tokenizer, test, 1);
+  const training::TranslationScores greedy = translate(model, tokenizer, test, 1);
   const double greedy_seconds = seconds_since(start);
-  const training::TranslationScores beam = translate(*t.model, tokenizer, test, 4);
+  const training::TranslationScores beam = translate(model, tokenizer, test, 4);
   const double beam_seconds = seconds_since(start) - greedy_seconds;
   fmt::print("\n  on the {} test pairs:\n", references.size());
   fmt::print("  greedy   {}\n           chrF {:.1f}, exact {:.1f}%, {:.1f} s\n",
@@ -492,22 +499,31 @@ RandomRun train_and_decode(const Setup& s, const TransformerConfig& config,
   mean_sentence_bleu /= static_cast<double>(references.size());
   fmt::print("  (the mean of the greedy sentence BLEUs would be {:.2f}: not corpus BLEU)\n",
              mean_sentence_bleu);
-  run.best_bleu = std::max(greedy.bleu.score, beam.bleu.score);
+  const double best_bleu = std::max(greedy.bleu.score, beam.bleu.score);
   if (s.quick)
-    check(std::isfinite(run.best_bleu) && run.best_bleu >= 0,
-          fmt::format("--quick: BLEU is computed ({:.1f}); the full run asserts >= 95",
-                      run.best_bleu));
+    check(std::isfinite(best_bleu) && best_bleu >= 0,
+          fmt::format("--quick: BLEU is computed ({:.1f}); the full run asserts >= 95", best_bleu));
   else
-    check(run.best_bleu >= 95.0,
-          fmt::format("test BLEU {:.2f} (greedy {:.2f}, beam {:.2f}) is at least 95", run.best_bleu,
+    check(best_bleu >= 95.0,
+          fmt::format("test BLEU {:.2f} (greedy {:.2f}, beam {:.2f}) is at least 95", best_bleu,
                       greedy.bleu.score, beam.bleu.score));
 
   fmt::print("\n  a few test translations (greedy):\n");
   for (size_t i = 0; i < 3; ++i)
     fmt::print("    source     {}\n    reference  {}\n    greedy     {}\n\n",
                data::join_words(corpus.test[i].source), references[i], greedy.hypotheses[i]);
+  return {.greedy = greedy, .beam = beam};
+}
 
-  // Where a beam's output differs from greedy's, which one the model scores higher.
+// Where a beam's output differs from greedy's, which one the model scores higher, when the beam
+// stops early and when it goes on; then the length penalty alpha.
+void where_beam_and_greedy_differ(const Setup& s, Transformer& model,
+                                  const data::Tokenizer& tokenizer, const data::ToyCorpus& corpus,
+                                  const data::SentencePairsFile& test,
+                                  const training::TranslationScores& greedy,
+                                  const training::TranslationScores& beam, Checks& check) {
+  const std::vector<data::Pair> test_pairs = data::encode_pairs(tokenizer, test);
+  const std::vector<std::string> references = targets_of(corpus.test);
   struct Differences {
     int64_t differ = 0, beam_right = 0, greedy_right = 0, beam_higher = 0, cut_short = 0;
   };
@@ -519,8 +535,8 @@ RandomRun train_and_decode(const Setup& s, const TransformerConfig& config,
     Differences d;
     for (size_t i = 0; i < greedy_out.size(); ++i) {
       if (greedy_out[i] == out[i]) continue;
-      const double greedy_score = beam_score(*t.model, test_pairs[i].src, greedy_ids[i], 0.6f);
-      const double beam_found = beam_score(*t.model, test_pairs[i].src, ids[i], 0.6f);
+      const double greedy_score = beam_score(model, test_pairs[i].src, greedy_ids[i], 0.6f);
+      const double beam_found = beam_score(model, test_pairs[i].src, ids[i], 0.6f);
       d.beam_higher += beam_found > greedy_score;
       d.cut_short += beam_found < greedy_score && ids[i].size() < greedy_ids[i].size();
       d.beam_right += out[i] == references[i];
@@ -541,7 +557,7 @@ RandomRun train_and_decode(const Setup& s, const TransformerConfig& config,
     return d;
   };
   // The quick stopping rule: done as soon as 4 hypotheses have emitted eos.
-  const training::TranslationScores early = translate(*t.model, tokenizer, test, 4, 0.6f, true);
+  const training::TranslationScores early = translate(model, tokenizer, test, 4, 0.6f, true);
   fmt::print("\n  beam 4 stopping as soon as 4 hypotheses have finished (early_stop):\n");
   fmt::print("  {}\n\n", early.bleu.to_string());
   const Differences quick = compare(early, true);
@@ -559,23 +575,71 @@ RandomRun train_and_decode(const Setup& s, const TransformerConfig& config,
 
   fmt::print("\n  beam 4 and the length penalty alpha, test BLEU:");
   for (const float alpha : {0.0f, 0.6f, 1.0f, 2.0f}) {
-    const data::BleuScore b = translate(*t.model, tokenizer, test, 4, alpha).bleu;
+    const data::BleuScore b = translate(model, tokenizer, test, 4, alpha).bleu;
     fmt::print("  alpha {:.1f}: {:.2f} (length ratio {:.3f})", alpha, b.score,
                static_cast<double>(b.hypothesis_length) / static_cast<double>(b.reference_length));
   }
   fmt::print("\n");
-
-  const std::string path = out_dir + kDir + "loss.png";
-  viz::write_png(viz::line_plot({{.name = "training loss (label smoothing 0.1)", .ys = t.losses}},
-                                {.title = "random split: training loss",
-                                 .y_label = "cross-entropy (log scale)",
-                                 .log_y = true}),
-                 path);
-  fmt::print("  wrote {}\n", path);
-  return run;
 }
 
 // ---- 4. What the cross-attention aligns ----
+
+// Draws the cross-attention of one test sentence (below).
+void draw_sentence(Transformer& model, const data::Tokenizer& tokenizer, const data::AlignedPair& p,
+                   int index, const std::string& out_dir);
+
+double where_attention_goes(Transformer& model, const data::Tokenizer& tokenizer,
+                            const data::ToyCorpus& corpus, bool quick, const std::string& out_dir,
+                            Checks& check) {
+  banner("4. What the cross-attention aligns");
+  const data::SentencePairsFile test = data::sentence_pairs_of(corpus.test, "test");
+  // [snippet: alignment]
+  // For each target word, the source word with the most attention, the weights pooled over the
+  // word's BPE pieces, must be the one the gold alignment names: in each decoder layer with its
+  // heads averaged, and in each head of the last layer alone.
+  std::vector<data::AlignmentScore> layers, last_layer;
+  for (int64_t layer = 0; layer < model.config.decoder_layers; ++layer)
+    layers.push_back(training::score_alignment(model, tokenizer, test, layer));
+  for (int64_t head = 0; head < model.config.heads; ++head)
+    last_layer.push_back(training::score_alignment(model, tokenizer, test, -1, head));
+  // [/snippet]
+  for (size_t layer = 0; layer < layers.size(); ++layer)
+    fmt::print(
+        "  decoder layer {}, heads averaged: {:.1f}% of {} target words attend most to "
+        "their gold source word\n",
+        layer + 1, 100 * layers[layer].accuracy(), layers[layer].total);
+  fmt::print("  last layer, head by head:");
+  for (const data::AlignmentScore& h : last_layer) fmt::print(" {:.1f}%", 100 * h.accuracy());
+  fmt::print("\n\n");
+  const double score = layers.back().accuracy();
+  if (quick)
+    check(score >= 0.0 && score <= 1.0 && layers.back().total > 0,
+          fmt::format("--quick: the alignment score is computed ({:.1f}%)", 100 * score));
+  else
+    check(score > 0.8,
+          fmt::format("alignment score {:.1f}% (last layer, heads averaged): the attention "
+                      "finds the source word it translates",
+                      100 * score));
+
+  // Two test sentences with long mirrored noun phrases, the second with a postposition.
+  const auto prepositional = [](const data::AlignedPair& p) {
+    for (const std::string w : {"near", "under", "behind", "with"})
+      if (std::find(p.source.begin(), p.source.end(), w) != p.source.end()) return true;
+    return false;
+  };
+  size_t first = 0, second = 0;
+  int64_t best_first = -1, best_second = -1;
+  for (size_t i = 0; i < corpus.test.size(); ++i) {
+    const data::AlignedPair& p = corpus.test[i];
+    if (p.source.size() < 8 || p.source.size() > 12) continue;
+    const int64_t m = mirrored_neighbours(p);
+    if (!prepositional(p) && m > best_first) best_first = m, first = i;
+    if (prepositional(p) && m > best_second) best_second = m, second = i;
+  }
+  draw_sentence(model, tokenizer, corpus.test[first], 1, out_dir);
+  draw_sentence(model, tokenizer, corpus.test[second], 2, out_dir);
+  return score;
+}
 
 // The cross-attention of every decoder layer, [1, H, T, S] each, while the model reads the
 // reference target (teacher forcing): row t is the step that produces target token t + 1.
@@ -711,59 +775,6 @@ void draw_sentence(Transformer& model, const data::Tokenizer& tokenizer, const d
   fmt::print("\n    wrote {}, {}, {}\n", heads_path, mean_path, words_path);
 }
 
-double where_attention_goes(Transformer& model, const data::Tokenizer& tokenizer,
-                            const data::ToyCorpus& corpus, bool quick, const std::string& out_dir,
-                            Checks& check) {
-  banner("4. What the cross-attention aligns");
-  const data::SentencePairsFile test = data::sentence_pairs_of(corpus.test, "test");
-  // [snippet: alignment]
-  // For each target word, the source word with the most attention, the weights pooled over the
-  // word's BPE pieces, must be the one the gold alignment names: in each decoder layer with its
-  // heads averaged, and in each head of the last layer alone.
-  std::vector<data::AlignmentScore> layers, last_layer;
-  for (int64_t layer = 0; layer < model.config.decoder_layers; ++layer)
-    layers.push_back(training::score_alignment(model, tokenizer, test, layer));
-  for (int64_t head = 0; head < model.config.heads; ++head)
-    last_layer.push_back(training::score_alignment(model, tokenizer, test, -1, head));
-  // [/snippet]
-  for (size_t layer = 0; layer < layers.size(); ++layer)
-    fmt::print(
-        "  decoder layer {}, heads averaged: {:.1f}% of {} target words attend most to "
-        "their gold source word\n",
-        layer + 1, 100 * layers[layer].accuracy(), layers[layer].total);
-  fmt::print("  last layer, head by head:");
-  for (const data::AlignmentScore& h : last_layer) fmt::print(" {:.1f}%", 100 * h.accuracy());
-  fmt::print("\n\n");
-  const double score = layers.back().accuracy();
-  if (quick)
-    check(score >= 0.0 && score <= 1.0 && layers.back().total > 0,
-          fmt::format("--quick: the alignment score is computed ({:.1f}%)", 100 * score));
-  else
-    check(score > 0.8,
-          fmt::format("alignment score {:.1f}% (last layer, heads averaged): the attention "
-                      "finds the source word it translates",
-                      100 * score));
-
-  // Two test sentences with long mirrored noun phrases, the second with a postposition.
-  const auto prepositional = [](const data::AlignedPair& p) {
-    for (const std::string w : {"near", "under", "behind", "with"})
-      if (std::find(p.source.begin(), p.source.end(), w) != p.source.end()) return true;
-    return false;
-  };
-  size_t first = 0, second = 0;
-  int64_t best_first = -1, best_second = -1;
-  for (size_t i = 0; i < corpus.test.size(); ++i) {
-    const data::AlignedPair& p = corpus.test[i];
-    if (p.source.size() < 8 || p.source.size() > 12) continue;
-    const int64_t m = mirrored_neighbours(p);
-    if (!prepositional(p) && m > best_first) best_first = m, first = i;
-    if (prepositional(p) && m > best_second) best_second = m, second = i;
-  }
-  draw_sentence(model, tokenizer, corpus.test[first], 1, out_dir);
-  draw_sentence(model, tokenizer, corpus.test[second], 2, out_dir);
-  return score;
-}
-
 // ---- 5. The compositional and length splits ----
 
 struct SplitResult {
@@ -798,6 +809,12 @@ SplitResult evaluate_split(const std::string& name, const Setup& s, const data::
                           static_cast<double>(bleu.reference_length)};
 }
 
+// Helpers of this section, below it.
+int64_t compositional_phrases(const data::ToyCorpus& corpus,
+                              const std::vector<std::string>& compositional_out);
+void exact_by_length(const data::ToyCorpus& corpus, const std::vector<std::string>& length_out,
+                     std::vector<float>& xs, std::vector<float>& ys);
+
 void other_splits(const Setup& s, const Corpora& c, const RandomRun& random, uint64_t seed,
                   const std::string& out_dir, Checks& check) {
   banner("5. The compositional and length splits");
@@ -818,56 +835,9 @@ void other_splits(const Setup& s, const Corpora& c, const RandomRun& random, uin
                r.bleu, r.chrf, 100 * r.exact, 100 * r.alignment, r.length_ratio);
   fmt::print("  (all greedy; the alignment score is the last layer's, heads averaged)\n");
 
-  // Compositional: is the held-out phrase itself translated right? Its reference words are
-  // the target words aligned to the adjective and the noun, a contiguous run once mirrored.
-  int64_t phrases = 0, phrases_right = 0;
-  for (size_t i = 0; i < c.compositional.test.size(); ++i) {
-    const data::AlignedPair& p = c.compositional.test[i];
-    for (const auto& [adjective, noun] : held_out_in(p, c.compositional.held_out)) {
-      int32_t lo = 1000, hi = -1;
-      for (const auto& [sw, t] : p.alignment)
-        if (sw == adjective || sw == noun) lo = std::min(lo, t), hi = std::max(hi, t);
-      const std::vector<std::string> phrase(p.target.begin() + lo, p.target.begin() + hi + 1);
-      ++phrases;
-      phrases_right +=
-          (" " + compositional_out[i] + " ").find(" " + data::join_words(phrase) + " ") !=
-          std::string::npos;
-    }
-  }
-  fmt::print(
-      "\n  compositional: {} of {} held-out adjective-noun phrases come out right ({:.1f}%)\n",
-      phrases_right, phrases,
-      100.0 * static_cast<double>(phrases_right) /
-          static_cast<double>(std::max<int64_t>(1, phrases)));
-
-  // Length: exact translations by source length.
-  struct Counts {
-    int64_t exact = 0, total = 0, output_words = 0, reference_words = 0;
-  };
-  std::map<size_t, Counts> by_length;  // source words -> counts
-  const std::vector<std::string> references = targets_of(c.length.test);
-  for (size_t i = 0; i < references.size(); ++i) {
-    Counts& n = by_length[c.length.test[i].source.size()];
-    n.exact += length_out[i] == references[i];
-    ++n.total;
-    n.output_words += std::ssize(data::bleu_tokenize(length_out[i]));
-    n.reference_words += std::ssize(data::bleu_tokenize(references[i]));
-  }
-  size_t longest_train = 0;
-  for (const data::AlignedPair& p : c.length.train)
-    longest_train = std::max(longest_train, p.source.size());
-  fmt::print("  length split (training sentences had at most {} source words), by source length:\n",
-             longest_train);
-  fmt::print("    {:>12} {:>6} {:>12} {:>26}\n", "source words", "pairs", "exact",
-             "output / reference words");
-  std::vector<float> xs, ys;
-  for (const auto& [words, n] : by_length) {
-    const double exact = static_cast<double>(n.exact) / static_cast<double>(n.total);
-    fmt::print("    {:>12} {:>6} {:>11.0f}% {:>26.3f}\n", words, n.total, 100 * exact,
-               static_cast<double>(n.output_words) / static_cast<double>(n.reference_words));
-    xs.push_back(static_cast<float>(words));
-    ys.push_back(static_cast<float>(100 * exact));
-  }
+  const int64_t phrases = compositional_phrases(c.compositional, compositional_out);
+  std::vector<float> xs, ys;  // source words, % exact
+  exact_by_length(c.length, length_out, xs, ys);
 
   const std::string path = out_dir + kDir + "splits.png";
   viz::write_png(viz::grid({viz::line_plot(curves, {.title = "training loss of the three splits",
@@ -894,6 +864,107 @@ void other_splits(const Setup& s, const Corpora& c, const RandomRun& random, uin
                       length.bleu, random.bleu_at_split_budget));
 }
 
+// Compositional: is the held-out phrase itself translated right? Its reference words are
+// the target words aligned to the adjective and the noun, a contiguous run once mirrored.
+// Prints the count and returns how many phrases there are.
+int64_t compositional_phrases(const data::ToyCorpus& corpus,
+                              const std::vector<std::string>& compositional_out) {
+  int64_t phrases = 0, phrases_right = 0;
+  for (size_t i = 0; i < corpus.test.size(); ++i) {
+    const data::AlignedPair& p = corpus.test[i];
+    for (const auto& [adjective, noun] : held_out_in(p, corpus.held_out)) {
+      int32_t lo = 1000, hi = -1;
+      for (const auto& [sw, t] : p.alignment)
+        if (sw == adjective || sw == noun) lo = std::min(lo, t), hi = std::max(hi, t);
+      const std::vector<std::string> phrase(p.target.begin() + lo, p.target.begin() + hi + 1);
+      ++phrases;
+      phrases_right +=
+          (" " + compositional_out[i] + " ").find(" " + data::join_words(phrase) + " ") !=
+          std::string::npos;
+    }
+  }
+  fmt::print(
+      "\n  compositional: {} of {} held-out adjective-noun phrases come out right ({:.1f}%)\n",
+      phrases_right, phrases,
+      100.0 * static_cast<double>(phrases_right) /
+          static_cast<double>(std::max<int64_t>(1, phrases)));
+  return phrases;
+}
+
+// Length: exact translations by source length, printed, and as points (xs, ys) to draw.
+void exact_by_length(const data::ToyCorpus& corpus, const std::vector<std::string>& length_out,
+                     std::vector<float>& xs, std::vector<float>& ys) {
+  struct Counts {
+    int64_t exact = 0, total = 0, output_words = 0, reference_words = 0;
+  };
+  std::map<size_t, Counts> by_length;  // source words -> counts
+  const std::vector<std::string> references = targets_of(corpus.test);
+  for (size_t i = 0; i < references.size(); ++i) {
+    Counts& n = by_length[corpus.test[i].source.size()];
+    n.exact += length_out[i] == references[i];
+    ++n.total;
+    n.output_words += std::ssize(data::bleu_tokenize(length_out[i]));
+    n.reference_words += std::ssize(data::bleu_tokenize(references[i]));
+  }
+  size_t longest_train = 0;
+  for (const data::AlignedPair& p : corpus.train)
+    longest_train = std::max(longest_train, p.source.size());
+  fmt::print("  length split (training sentences had at most {} source words), by source length:\n",
+             longest_train);
+  fmt::print("    {:>12} {:>6} {:>12} {:>26}\n", "source words", "pairs", "exact",
+             "output / reference words");
+  for (const auto& [words, n] : by_length) {
+    const double exact = static_cast<double>(n.exact) / static_cast<double>(n.total);
+    fmt::print("    {:>12} {:>6} {:>11.0f}% {:>26.3f}\n", words, n.total, 100 * exact,
+               static_cast<double>(n.output_words) / static_cast<double>(n.reference_words));
+    xs.push_back(static_cast<float>(words));
+    ys.push_back(static_cast<float>(100 * exact));
+  }
+}
+
+// ---- Plumbing ----
+
+std::vector<std::string> sources_of(std::span<const data::AlignedPair> pairs) {
+  std::vector<std::string> out;
+  for (const data::AlignedPair& p : pairs) out.push_back(data::join_words(p.source));
+  return out;
+}
+
+std::vector<std::string> targets_of(std::span<const data::AlignedPair> pairs) {
+  std::vector<std::string> out;
+  for (const data::AlignedPair& p : pairs) out.push_back(data::join_words(p.target));
+  return out;
+}
+
+// Adjacent target words aligned to adjacent source words in the opposite order: the marks of
+// a mirrored noun phrase ("big red cat" -> "miru roso grano").
+int64_t mirrored_neighbours(const data::AlignedPair& p) {
+  int64_t count = 0;
+  for (size_t i = 1; i < p.alignment.size(); ++i)
+    if (p.alignment[i].second == p.alignment[i - 1].second + 1 &&
+        p.alignment[i].first == p.alignment[i - 1].first - 1)
+      ++count;
+  return count;
+}
+
+// The (adjective, noun) source positions of held-out combinations ("red cat") in p: the
+// adjective is one of the two words before the noun, in its singular or plural form.
+std::vector<std::pair<int32_t, int32_t>> held_out_in(const data::AlignedPair& p,
+                                                     const std::vector<std::string>& held_out) {
+  std::vector<std::pair<int32_t, int32_t>> found;
+  for (const std::string& combo : held_out) {
+    const std::string adjective = combo.substr(0, combo.find(' '));
+    const std::string noun = combo.substr(combo.find(' ') + 1);
+    for (int32_t n = 0; n < static_cast<int32_t>(p.source.size()); ++n) {
+      const std::string& w = p.source[static_cast<size_t>(n)];
+      if (w != noun && w != noun + "s" && !(noun == "child" && w == "children")) continue;
+      for (int32_t a = std::max(0, n - 2); a < n; ++a)
+        if (p.source[static_cast<size_t>(a)] == adjective) found.emplace_back(a, n);
+    }
+  }
+  return found;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -912,11 +983,13 @@ int main(int argc, char** argv) {
     const Setup s = make_setup(quick);
     const Corpora corpora = the_toy_language(s, seed, check);
     const data::BpeTokenizer tokenizer = one_vocabulary(s, corpora.random, check);
+    three_tokenizers(tokenizer, corpora.random, check);
     // [snippet: model]
     TransformerConfig config = s.model;  // full run: d_model 64, d_ff 256, 4 heads, 2 + 2 layers
     config.vocab_size = tokenizer.size();
     config.tied = true;  // §3.4: one matrix for both embeddings and the pre-softmax projection
     // [/snippet]
+    tied_embeddings(config, check);
     RandomRun random = train_and_decode(s, config, tokenizer, corpora.random, seed, out_dir, check);
     where_attention_goes(*random.trained.model, tokenizer, corpora.random, quick, out_dir, check);
     other_splits(s, corpora, random, seed, out_dir, check);
