@@ -32,6 +32,7 @@
 #include "autograd/random.h"
 #include "autograd/tensor.h"
 #include "data/batch.h"
+#include "data/batch_source.h"
 #include "data/tasks.h"
 #include "data/vocab.h"
 #include "lessons/lesson.h"
@@ -42,6 +43,8 @@
 #include "nn/layers.h"
 #include "nn/optim.h"
 #include "nn/recurrent.h"
+#include "training/evaluate.h"
+#include "training/trainer.h"
 #include "viz/line_plot.h"
 #include "viz/png.h"
 
@@ -562,38 +565,40 @@ void recurrent_forgets(bool quick, uint64_t seed, const std::string& out_dir, Ch
   // and it trained best at 3e-3; the Transformer, with its post-norm layers, at 9e-3 (about
   // the peak of §5.3's schedule for d_model 32 and 100 warm-up steps).
   constexpr float kGruPeak = 3e-3f, kTransformerPeak = 9e-3f;
-  nn::Adam gru_opt(gru.parameters(), {.lr = kGruPeak});
-  nn::Adam tf_opt(transformer.parameters(), {.lr = kTransformerPeak});
-  Rng data_rng(seed + 3);
+  // A linear warm-up over 100 steps, then lr ~ step^-0.5, the shape of §5.3's schedule.
+  const auto schedule = [](float peak) -> training::Schedule {
+    return [peak](int64_t step) {
+      return peak * std::min(static_cast<float>(step) / 100.0f,
+                             std::sqrt(100.0f / static_cast<float>(step)));
+    };
+  };
+  training::Trainer gru_trainer(nn::Optimizer(gru.named_parameters(), nn::AdamConfig{}),
+                                schedule(kGruPeak), {.clip = 1.0f});
+  training::Trainer tf_trainer(nn::Optimizer(transformer.named_parameters(), nn::AdamConfig{}),
+                               schedule(kTransformerPeak), {.clip = 1.0f});
+  // Each model's loss on a batch: teacher forcing, cross-entropy over the tokens that are not
+  // padding.
+  const auto gru_loss_of = [&](const data::Batch& batch) {
+    return cross_entropy(gru.forward(batch, source_lengths(batch.src)), batch.tgt_out,
+                         {.ignore_index = data::kPad});
+  };
+  const auto tf_loss_of = [&](const data::Batch& batch) {
+    return training::teacher_forced_loss(transformer, batch);
+  };
+  data::BatchSource batches =
+      data::BatchSource::generated(data::Task::Copy, train_task, batch_size, Rng(seed + 3));
   const auto start = std::chrono::steady_clock::now();
   double gru_seconds = 0, tf_seconds = 0;
   float gru_loss = 0, tf_loss = 0;
+  // A plain loop rather than training::run, which trains one model: here both models take
+  // their step on the same batch before the next batch is drawn, each step timed on its own.
   for (int64_t step = 1; step <= steps; ++step) {
-    const std::vector<data::Pair> pairs =
-        data::generate(data::Task::Copy, batch_size, train_task, data_rng);
-    const data::Batch batch = data::make_batch(pairs);
-    const CrossEntropyOptions loss_options{.ignore_index = data::kPad};
-    // A linear warm-up over 100 steps, then lr ~ step^-0.5, the shape of §5.3's schedule.
-    const float warmup =
-        std::min(static_cast<float>(step) / 100.0f, std::sqrt(100.0f / static_cast<float>(step)));
+    const data::Batch batch = batches.next();
     auto t0 = std::chrono::steady_clock::now();
-    Tensor loss =
-        cross_entropy(gru.forward(batch, source_lengths(batch.src)), batch.tgt_out, loss_options);
-    gru_opt.zero_grad();
-    loss.backward();
-    nn::clip_grad_norm(gru.parameters(), 1.0f);
-    gru_opt.set_lr(kGruPeak * warmup);
-    gru_opt.step();
-    gru_loss = loss.data()[0];
+    gru_loss = gru_trainer.step([&] { return gru_loss_of(batch); }).loss;
     gru_seconds += seconds_since(t0);
     t0 = std::chrono::steady_clock::now();
-    loss = cross_entropy(transformer.forward(batch.src, batch.tgt_in), batch.tgt_out, loss_options);
-    tf_opt.zero_grad();
-    loss.backward();
-    nn::clip_grad_norm(transformer.parameters(), 1.0f);
-    tf_opt.set_lr(kTransformerPeak * warmup);
-    tf_opt.step();
-    tf_loss = loss.data()[0];
+    tf_loss = tf_trainer.step([&] { return tf_loss_of(batch); }).loss;
     tf_seconds += seconds_since(t0);
     if (step % (steps / 6) == 0 || step == steps)
       fmt::print("  step {:>4}  loss GRU {:.3f}  Transformer {:.3f}\n", step, gru_loss, tf_loss);
@@ -614,9 +619,11 @@ void recurrent_forgets(bool quick, uint64_t seed, const std::string& out_dir, Ch
         data::generate(data::Task::Copy, per_length, task, eval_rng);
     std::vector<std::vector<int32_t>> sources;
     for (const auto& p : pairs) sources.push_back(p.src);
-    const IndexTensor src = data::pad_sequences(sources);
-    const Accuracy g = score(pairs, gru.greedy(src, len + 2));
-    const Accuracy t = score(pairs, greedy_decode(transformer, src, {.max_len = len + 2}));
+    const Accuracy g = score(pairs, gru.greedy(data::pad_sequences(sources), len + 2));
+    const Accuracy t = score(
+        pairs,
+        training::decode_corpus(transformer, sources,
+                                {.max_len = len + 2, .batch = per_length, .by_length = false}));
     fmt::print("  {:>6} {:>13.0f}% {:>13.0f}% {:>13.0f}% {:>13.0f}%\n", len, 100 * g.exact,
                100 * t.exact, 100 * g.tokens, 100 * t.tokens);
     lengths.push_back(static_cast<float>(len));
