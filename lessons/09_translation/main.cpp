@@ -30,7 +30,6 @@
 #include <vector>
 
 #include "autograd/graph.h"
-#include "autograd/ops.h"
 #include "autograd/random.h"
 #include "autograd/tensor.h"
 #include "data/batch.h"

@@ -36,7 +36,6 @@
 #include "data/tasks.h"
 #include "data/vocab.h"
 #include "lessons/lesson.h"
-#include "models/decode.h"
 #include "models/transformer.h"
 #include "nn/attention.h"
 #include "nn/conv.h"
