@@ -2,9 +2,11 @@
 """Copies each lesson's snippets from its main.cpp into its README.md.
 
 A README marks a code block with <!-- snippet: NAME --> on the line before its ```cpp fence;
-main.cpp marks the same code with // [snippet: NAME] ... // [/snippet]. The test
-"lesson READMEs quote main.cpp exactly" fails when the two differ; after editing main.cpp,
-run this to bring the README in line:
+main.cpp marks the same code with // [snippet: NAME] ... // [/snippet]. A block that quotes a
+library file names it after NAME, relative to the top of the tree
+(<!-- snippet: trainer-step training/trainer.cpp -->), and that file marks the region in the
+same way. The test "every lesson README excerpt matches the code it quotes" fails when a copy
+differs; after editing the code, run this to bring the READMEs in line:
 
   scripts/sync_snippets.py [lessons/NN_name ...]     (default: every lesson)
 """
@@ -35,14 +37,19 @@ def sync(lesson):
     readme, source = lesson / "README.md", lesson / "main.cpp"
     if not readme.exists() or not source.exists():
         return
-    snippets = snippets_in_source(source)
-    pattern = re.compile(r"(<!-- snippet: (\S+) -->\n```cpp\n)(.*?)(\n```)", re.S)
+    files = {None: snippets_in_source(source)}
+    pattern = re.compile(r"(<!-- snippet: (\S+)(?: (\S+))? -->\n```cpp\n)(.*?)(\n```)", re.S)
 
     def replace(match):
-        name = match.group(2)
-        if name not in snippets:
-            sys.exit(f"{readme}: snippet {name} is not marked in {source}")
-        return match.group(1) + snippets[name] + match.group(4)
+        name, file = match.group(2), match.group(3)
+        path = source if file is None else ROOT / file
+        if file not in files:
+            if not path.exists():
+                sys.exit(f"{readme}: snippet {name} quotes {file}, which does not exist")
+            files[file] = snippets_in_source(path)
+        if name not in files[file]:
+            sys.exit(f"{readme}: snippet {name} is not marked in {path}")
+        return match.group(1) + files[file][name] + match.group(5)
 
     text = readme.read_text()
     updated = pattern.sub(replace, text)

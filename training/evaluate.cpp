@@ -42,6 +42,37 @@ class RecordingScope {
   bool was_recording_;
 };
 
+// Each source text's ids, then eos, as the model reads them. Throws std::invalid_argument naming
+// the sentence for one longer than the model's max_len.
+std::vector<std::vector<int32_t>> encode_sources(const Transformer& model,
+                                                 const data::Tokenizer& tokenizer,
+                                                 std::span<const std::string> sources) {
+  std::vector<std::vector<int32_t>> encoded;
+  encoded.reserve(sources.size());
+  for (size_t i = 0; i < sources.size(); ++i) {
+    encoded.push_back(tokenizer.encode(sources[i]));
+    encoded.back().push_back(data::kEos);
+    if (static_cast<int64_t>(encoded.back().size()) > model.config.max_len)
+      throw std::invalid_argument(
+          fmt::format("sentence {} has {} tokens, more than the model's max_len {}", i + 1,
+                      encoded.back().size(), model.config.max_len));
+  }
+  return encoded;
+}
+
+// The [T * S] attention map of one head of probs [1, H, T, S], or with head -1 the heads' mean.
+std::vector<float> head_or_mean(const Tensor& probs, int64_t head) {
+  const int64_t heads = probs.dim(1), rows = probs.dim(2), columns = probs.dim(3);
+  if (head >= 0)
+    return {probs.data() + head * rows * columns, probs.data() + (head + 1) * rows * columns};
+  std::vector<float> mean(static_cast<size_t>(rows * columns), 0.0f);
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t k = 0; k < rows * columns; ++k)
+      mean[static_cast<size_t>(k)] +=
+          probs.data()[h * rows * columns + k] / static_cast<float>(heads);
+  return mean;
+}
+
 }  // namespace
 
 std::vector<TokenIds> decode_corpus(Transformer& model,
@@ -77,18 +108,9 @@ std::vector<TokenIds> decode_corpus(Transformer& model,
 std::vector<std::string> translate_texts(Transformer& model, const data::Tokenizer& tokenizer,
                                          std::span<const std::string> sources,
                                          const DecodeSettings& settings) {
-  std::vector<std::vector<int32_t>> encoded;
-  encoded.reserve(sources.size());
-  for (size_t i = 0; i < sources.size(); ++i) {
-    encoded.push_back(tokenizer.encode(sources[i]));
-    encoded.back().push_back(data::kEos);
-    if (static_cast<int64_t>(encoded.back().size()) > model.config.max_len)
-      throw std::invalid_argument(
-          fmt::format("sentence {} has {} tokens, more than the model's max_len {}", i + 1,
-                      encoded.back().size(), model.config.max_len));
-  }
   std::vector<std::string> translations;
-  for (const TokenIds& output : decode_corpus(model, encoded, settings))
+  for (const TokenIds& output :
+       decode_corpus(model, encode_sources(model, tokenizer, sources), settings))
     translations.push_back(tokenizer.decode(output));
   return translations;
 }
@@ -102,7 +124,9 @@ TranslationScores score_translations(Transformer& model, const data::Tokenizer& 
     references.push_back(p.target);
   }
   TranslationScores scores;
-  scores.hypotheses = translate_texts(model, tokenizer, sources, settings);
+  scores.outputs = decode_corpus(model, encode_sources(model, tokenizer, sources), settings);
+  for (const TokenIds& output : scores.outputs)
+    scores.hypotheses.push_back(tokenizer.decode(output));
   scores.bleu = data::corpus_bleu(scores.hypotheses, references);
   scores.chrf = data::corpus_chrf(scores.hypotheses, references);
   int64_t same = 0;
@@ -148,11 +172,16 @@ bool has_alignments(const data::SentencePairsFile& file) {
 }
 
 data::AlignmentScore score_alignment(Transformer& model, const data::Tokenizer& tokenizer,
-                                     const data::SentencePairsFile& file, int64_t layer) {
+                                     const data::SentencePairsFile& file, int64_t layer,
+                                     int64_t head) {
   const int64_t layers = model.config.decoder_layers;
   if (layer < -1 || layer >= layers)
     throw std::invalid_argument(fmt::format(
         "alignment layer {} does not exist: the decoder has layers 1 to {}", layer + 1, layers));
+  if (head < -1 || head >= model.config.heads)
+    throw std::invalid_argument(
+        fmt::format("attention head {} does not exist: the layers have heads 1 to {}", head + 1,
+                    model.config.heads));
   const auto chosen = static_cast<size_t>(layer < 0 ? layers - 1 : layer);
   // Only the layer scored keeps its weights (a copy each time: nn/attention.h).
   nn::MultiHeadAttention& cross = model.decoder.layers[chosen]->cross_attn;
@@ -174,19 +203,13 @@ data::AlignmentScore score_alignment(Transformer& model, const data::Tokenizer& 
     const std::vector<int32_t> tgt_in(pair.tgt.begin(), pair.tgt.end() - 1);
     model.forward(IndexTensor::from({1, static_cast<int64_t>(pair.src.size())}, pair.src),
                   IndexTensor::from({1, static_cast<int64_t>(tgt_in.size())}, tgt_in));
-    const Tensor probs = cross.last_attention;  // [1, H, T, S]
-    const int64_t heads = probs.dim(1), rows = probs.dim(2), columns = probs.dim(3);
-    std::vector<float> mean(static_cast<size_t>(rows * columns), 0.0f);
-    for (int64_t h = 0; h < heads; ++h)
-      for (int64_t k = 0; k < rows * columns; ++k)
-        mean[static_cast<size_t>(k)] +=
-            probs.data()[h * rows * columns + k] / static_cast<float>(heads);
+    const std::vector<float> attention = head_or_mean(cross.last_attention, head);  // [T * S]
     std::vector<int32_t> target_words = data::word_of_tokens(
         tokenizer, std::span<const int32_t>(pair.tgt).subspan(1, pair.tgt.size() - 2));
     target_words.push_back(-1);  // the row that produces <eos>
     const std::vector<int32_t> source_words = data::word_of_tokens(tokenizer, pair.src);
     try {
-      data::add_alignment_score(mean, target_words, source_words, gold, score);
+      data::add_alignment_score(attention, target_words, source_words, gold, score);
     } catch (const std::exception& e) {
       throw FormatError(fmt::format("{}:{}: {}", file.name, file.lines[i], e.what()));
     }

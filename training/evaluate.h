@@ -47,6 +47,7 @@ struct TranslationScores {
   data::ChrfScore chrf;
   double exact = 0.0;  // the share of translations equal to their reference
   std::vector<std::string> hypotheses;
+  std::vector<TokenIds> outputs;  // the ids each hypothesis was decoded from (no bos, no eos)
 };
 
 // Translates the sources of pairs and scores them against the targets.
@@ -71,10 +72,12 @@ bool has_alignments(const data::SentencePairsFile& file);
 
 // How well cross-attention finds the gold word alignment (data/word_alignment.h) on pairs whose
 // third column is one: the reference target is fed with teacher forcing, and each target
-// word's pooled attention in decoder layer `layer` (0-based; -1: the last), heads averaged, is
-// compared with its aligned source word. Throws FormatError "NAME:LINE: ..." for a third column
-// that is not an alignment.
+// word's pooled attention in decoder layer `layer` (0-based; -1: the last), of head `head`
+// (0-based; -1: the heads averaged), is compared with its aligned source word. Throws
+// FormatError "NAME:LINE: ..." for a third column that is not an alignment,
+// std::invalid_argument for a layer or head the model does not have.
 data::AlignmentScore score_alignment(Transformer& model, const data::Tokenizer& tokenizer,
-                                     const data::SentencePairsFile& file, int64_t layer = -1);
+                                     const data::SentencePairsFile& file, int64_t layer = -1,
+                                     int64_t head = -1);
 
 }  // namespace gf::training

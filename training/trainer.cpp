@@ -42,6 +42,7 @@ std::optional<std::string> non_finite_loss_or_gradient(float loss,
 
 }  // namespace
 
+// [snippet: trainer-step]
 StepResult Trainer::step(const std::function<Tensor()>& loss_of) {
   const int64_t step = steps_ + 1;
   // The last step's gradients go first, so that they do not sit in memory beside this step's
@@ -61,6 +62,7 @@ StepResult Trainer::step(const std::function<Tensor()>& loss_of) {
       throw NonFiniteError(step, std::move(*bad), true);
   return {.step = step, .loss = loss.item(), .lr = lr};
 }
+// [/snippet]
 
 Tensor teacher_forced_loss(Transformer& model, const data::Batch& batch, float label_smoothing) {
   const Tensor logits = model.forward(batch.src, batch.tgt_in);

@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <limits>
 #include <map>
 #include <string>
@@ -30,6 +31,7 @@
 #include "autograd/random.h"
 #include "autograd/tensor.h"
 #include "data/batch.h"
+#include "data/batch_source.h"
 #include "data/tasks.h"
 #include "data/vocab.h"
 #include "lessons/lesson.h"
@@ -37,6 +39,9 @@
 #include "models/transformer.h"
 #include "nn/attention.h"
 #include "nn/optim.h"
+#include "training/evaluate.h"
+#include "training/loop.h"
+#include "training/trainer.h"
 #include "viz/heatmap.h"
 #include "viz/line_plot.h"
 #include "viz/png.h"
@@ -57,14 +62,7 @@ struct Setup {
   std::vector<float> smoothing_runs;  // label-smoothing values compared in section 7
 };
 
-// Every 25 steps, every 50 after step 300, and the last step.
-std::vector<int64_t> eval_schedule(int64_t steps) {
-  std::vector<int64_t> at;
-  for (int64_t step = 0; step <= steps; step += step < 300 ? 25 : 50) at.push_back(step);
-  if (at.back() != steps) at.push_back(steps);
-  return at;
-}
-
+// The copy task and the model that the README describes before section 1.
 Setup make_setup(bool quick) {
   Setup s;
   s.quick = quick;
@@ -87,32 +85,20 @@ Setup make_setup(bool quick) {
   return s;
 }
 
-// Token names: the specials, then the content symbols 4..10 as the letters a..g.
-std::string token_name(int32_t id) {
-  static const char* const specials[] = {"<pad>", "<s>", "</s>", "<unk>"};
-  if (id < data::kNumSpecial) return specials[id];
-  return std::string(1, static_cast<char>('a' + (id - data::kNumSpecial)));
-}
+// The held-out sequences every model is measured on, drawn once (make_held_out).
+struct HeldOut {
+  std::vector<data::Pair> pairs;
+  data::Batch batch;
+};
 
-std::vector<std::string> names_of(const int32_t* ids, int64_t n) {
-  std::vector<std::string> names;
-  for (int64_t i = 0; i < n; ++i) names.push_back(token_name(ids[i]));
-  return names;
-}
-
-// Row b of ids [B, L] as token names.
-std::vector<std::string> row_names(const IndexTensor& ids, int64_t b) {
-  const int64_t len = ids.shape()[1];
-  return names_of(ids.data() + b * len, len);
-}
-
-std::string joined(const std::vector<std::string>& names) {
-  return fmt::format("{}", fmt::join(names, " "));
-}
+// Token names, for the printed sequences and the axes of the pictures (defined at the end).
+std::vector<std::string> names_of(const int32_t* ids, int64_t n);
+std::vector<std::string> row_names(const IndexTensor& ids, int64_t b);  // row b of ids [B, L]
+std::string joined(const std::vector<std::string>& names);
 
 // ---- 1. The warm-up schedule ----
 
-void warmup_schedule(const Setup& setup, uint64_t seed, const std::string& out_dir, Checks& check) {
+void warmup_schedule(const std::string& out_dir, Checks& check) {
   banner("1. The warm-up schedule");
   struct Schedule {
     int64_t d_model, warmup;
@@ -170,10 +156,12 @@ void warmup_schedule(const Setup& setup, uint64_t seed, const std::string& out_d
         "(paper: 7.0e-4 at step 4000)");
   check(shape_ok,
         "linear rise, then 1/sqrt(step) decay: half the peak at warmup/2 and again at 4 warmup");
+}
 
-  // Why warm up: Adam's very first update. With one gradient seen, the bias-corrected moments
-  // are m = g and v = g^2, so the step is lr * g / |g|: every parameter moves by lr, whatever
-  // the size (or reliability) of its gradient.
+// Why warm up: Adam's very first update. With one gradient seen, the bias-corrected moments
+// are m = g and v = g^2, so the step is lr * g / |g|: every parameter moves by lr, whatever
+// the size (or reliability) of its gradient.
+void first_adam_step(const Setup& setup, uint64_t seed, Checks& check) {
   Rng rng(seed);
   Transformer model(setup.model, rng);
   const std::vector<data::Pair> pairs_for_step =
@@ -283,10 +271,61 @@ struct Run {
   double seconds = 0.0;
 };
 
-struct HeldOut {
-  std::vector<data::Pair> pairs;
-  data::Batch batch;
-};
+// A run's evaluations as curves, for the pictures of sections 3, 5 and 7 (defined at the end).
+std::vector<float> column(const std::vector<Eval>& evals, double Eval::*field);
+std::vector<float> eval_steps_of(const Run& run);
+
+// Measures the model on the held-out set (below).
+Eval evaluate(Transformer& model, const HeldOut& held_out, int64_t step);
+
+// Trains a fresh model from seed: the same seed gives the same weights, dropout masks and
+// batches, so runs that differ only in label smoothing see the same data in the same order.
+Run train(const Setup& setup, float smoothing, uint64_t seed, const HeldOut& held_out,
+          std::unique_ptr<Transformer>& model_out) {
+  const auto start = std::chrono::steady_clock::now();
+  Rng rng(seed);
+  auto model = std::make_unique<Transformer>(setup.model, rng);
+  Run run;
+  run.smoothing = smoothing;
+  size_t next_eval = 0;
+  if (setup.eval_steps.front() == 0) {
+    run.evals.push_back(evaluate(*model, held_out, 0));
+    ++next_eval;
+  }
+
+  // [snippet: training-loop]
+  // Fresh copy pairs every step, padded into src, tgt_in, tgt_out [B, T], from their own stream.
+  data::BatchSource batches =
+      data::BatchSource::generated(data::Task::Copy, setup.task, setup.batch, Rng(rng.next_u64()));
+  // Adam with beta1 0.9, beta2 0.98, eps 1e-9, at the rate of eq. 3 (§5.3).
+  training::Trainer trainer(nn::Optimizer(model->named_parameters(), nn::AdamConfig{}),
+                            training::noam(setup.model.d_model, setup.warmup, setup.factor));
+  model->train();  // dropout on (§5.4)
+  training::run(
+      trainer, [&] { return batches.next(); },
+      [&](const data::Batch& batch) {
+        // Teacher forcing: the decoder reads the true previous tokens, all T positions at once.
+        return training::teacher_forced_loss(*model, batch, smoothing);
+      },
+      setup.steps,
+      {.after_step =
+           [&](const training::StepRecord& r) {
+             run.losses.push_back(r.result.loss);
+             run.rates.push_back(r.result.lr);
+           },
+       .evaluate =
+           [&](int64_t step) {
+             if (next_eval < setup.eval_steps.size() && setup.eval_steps[next_eval] == step) {
+               run.evals.push_back(evaluate(*model, held_out, step));
+               ++next_eval;
+             }
+           }});
+  // [/snippet]
+  model->eval();
+  run.seconds = seconds_since(start);
+  model_out = std::move(model);
+  return run;
+}
 
 // Measures the model on the held-out set, in eval mode (no dropout), then restores training.
 Eval evaluate(Transformer& model, const HeldOut& held_out, int64_t step) {
@@ -344,9 +383,13 @@ Eval evaluate(Transformer& model, const HeldOut& held_out, int64_t step) {
     e.cross.push_back(Tensor::from({t_len, s_len}, avg));
   }
 
-  // Free running: the model reads its own outputs. The generated sequence (with the </s> that
-  // stopped it) is compared with tgt_out position by position.
-  const std::vector<TokenIds> outputs = greedy_decode(model, b.src);
+  // Free running: the model reads its own outputs, all rows decoded greedily as one batch. The
+  // generated sequence (with the </s> that stopped it) is compared with tgt_out position by
+  // position.
+  std::vector<std::vector<int32_t>> sources;
+  for (const data::Pair& p : held_out.pairs) sources.push_back(p.src);
+  const std::vector<TokenIds> outputs =
+      training::decode_corpus(model, sources, {.batch = rows, .by_length = false});
   int64_t free_right = 0, exact = 0;
   for (int64_t r = 0; r < rows; ++r) {
     const std::vector<int32_t>& tgt = held_out.pairs[static_cast<size_t>(r)].tgt;  // <s> .. </s>
@@ -362,65 +405,6 @@ Eval evaluate(Transformer& model, const HeldOut& held_out, int64_t step) {
   return e;
 }
 
-// Trains a fresh model from seed: the same seed gives the same weights, dropout masks and
-// batches, so runs that differ only in label smoothing see the same data in the same order.
-Run train(const Setup& setup, float smoothing, uint64_t seed, const HeldOut& held_out,
-          std::unique_ptr<Transformer>& model_out) {
-  const auto start = std::chrono::steady_clock::now();
-  Rng rng(seed);
-  auto model = std::make_unique<Transformer>(setup.model, rng);
-  Rng data_rng(rng.next_u64());
-  Run run;
-  run.smoothing = smoothing;
-  size_t next_eval = 0;
-  if (setup.eval_steps.front() == 0) {
-    run.evals.push_back(evaluate(*model, held_out, 0));
-    ++next_eval;
-  }
-
-  // [snippet: training-loop]
-  const int64_t d_model = setup.model.d_model;
-  nn::Adam adam(model->parameters());  // beta1 0.9, beta2 0.98, eps 1e-9 (§5.3)
-  model->train();                      // dropout on (§5.4)
-  for (int64_t step = 1; step <= setup.steps; ++step) {
-    const std::vector<data::Pair> pairs =
-        data::generate(data::Task::Copy, setup.batch, setup.task, data_rng);
-    const data::Batch batch = data::make_batch(pairs);  // src, tgt_in, tgt_out [B, T]
-    // Teacher forcing: the decoder reads the true previous tokens, all T positions at once.
-    const Tensor logits = model->forward(batch.src, batch.tgt_in);  // [B, T, V]
-    const Tensor loss = cross_entropy(logits, batch.tgt_out,
-                                      {.ignore_index = data::kPad, .label_smoothing = smoothing});
-    model->zero_grad();
-    loss.backward();
-    const float lr = nn::noam_lr(step, d_model, setup.warmup, setup.factor);  // eq. 3
-    adam.set_lr(lr);
-    adam.step();
-    run.losses.push_back(loss.item());
-    run.rates.push_back(lr);
-    // [/snippet]
-    if (next_eval < setup.eval_steps.size() && setup.eval_steps[next_eval] == step) {
-      run.evals.push_back(evaluate(*model, held_out, step));
-      ++next_eval;
-    }
-  }
-  model->eval();
-  run.seconds = seconds_since(start);
-  model_out = std::move(model);
-  return run;
-}
-
-std::vector<float> column(const std::vector<Eval>& evals, double Eval::*field) {
-  std::vector<float> ys;
-  for (const Eval& e : evals) ys.push_back(static_cast<float>(e.*field));
-  return ys;
-}
-
-std::vector<float> eval_steps_of(const Run& run) {
-  std::vector<float> xs;
-  for (const Eval& e : run.evals) xs.push_back(static_cast<float>(e.step));
-  return xs;
-}
-
 void print_evals(const Run& run) {
   fmt::print("  {:>5} {:>8} {:>9} {:>10} {:>10} {:>10} {:>8}\n", "step", "loss", "p(right)",
              "forced acc", "free acc", "forced ex", "exact");
@@ -429,8 +413,8 @@ void print_evals(const Run& run) {
                e.p_correct, e.forced_accuracy, e.free_accuracy, e.forced_exact, e.exact);
 }
 
-void training(const Setup& setup, const Run& run, Transformer& model, const HeldOut& held_out,
-              const std::string& out_dir, Checks& check) {
+void training_the_copy_model(const Setup& setup, const Run& run, Transformer& model,
+                             const HeldOut& held_out, const std::string& out_dir, Checks& check) {
   banner("3. Training the copy model");
   fmt::print(
       "  {} parameters, {} steps of {} sequences, warmup {}, label smoothing {}, "
@@ -727,6 +711,11 @@ void attention_after_training(Transformer& model, const HeldOut& held_out,
 
 // ---- 7. Label smoothing ----
 
+// Loss, p(right) and exact match against step for each run, with the optimum p* (below).
+void draw_smoothing_curves(const std::vector<Run>& runs,
+                           const std::function<double(double)>& best_p_right,
+                           const std::string& out_dir);
+
 void label_smoothing(const Setup& setup, const std::vector<Run>& runs, const std::string& out_dir,
                      Checks& check) {
   banner("7. Label smoothing");
@@ -751,6 +740,44 @@ void label_smoothing(const Setup& setup, const std::vector<Run>& runs, const std
         e.forced_accuracy, e.exact, r.seconds);
   }
 
+  draw_smoothing_curves(runs, best_p_right, out_dir);
+
+  const Eval& plain = runs[0].evals.back();
+  for (const Run& r : runs) {
+    if (r.smoothing == 0.0f) continue;
+    const Eval& e = r.evals.back();
+    const double p_star = best_p_right(r.smoothing);
+    check(e.p_correct <= p_star + 0.03,
+          fmt::format("eps {}: confidence capped, mean p(right) {:.4f} <= p* + 0.03 = {:.4f}",
+                      r.smoothing, e.p_correct, p_star + 0.03));
+    if (setup.quick) continue;
+    check(e.p_correct >= p_star - 0.03,
+          fmt::format("eps {}: trained to the cap, mean p(right) {:.4f} within 0.03 of p* = "
+                      "{:.4f}",
+                      r.smoothing, e.p_correct, p_star));
+    check(e.loss > plain.loss,
+          fmt::format("eps {}: held-out loss {:.4f} above eps 0's {:.4f} (perplexity {:.3f} vs "
+                      "{:.3f}); floor -log p* = {:.4f}",
+                      r.smoothing, e.loss, plain.loss, std::exp(e.loss), std::exp(plain.loss),
+                      -std::log(p_star)));
+    check(e.exact >= plain.exact - 0.05 && e.forced_accuracy >= plain.forced_accuracy - 0.01,
+          fmt::format("eps {}: accuracy as good (not lower by more than noise): exact match "
+                      "{:.3f} vs eps 0's {:.3f}, token accuracy {:.4f} vs {:.4f}",
+                      r.smoothing, e.exact, plain.exact, e.forced_accuracy, plain.forced_accuracy));
+  }
+  if (setup.quick) {
+    fmt::print(
+        "  (--quick: two short runs on shorter sequences; the comparisons with eps 0 are "
+        "checked in the full run)\n");
+  } else {
+    check(plain.p_correct > best_p_right(0.1) + 0.03,
+          fmt::format("eps 0: nothing caps the confidence, mean p(right) {:.4f}", plain.p_correct));
+  }
+}
+
+void draw_smoothing_curves(const std::vector<Run>& runs,
+                           const std::function<double(double)>& best_p_right,
+                           const std::string& out_dir) {
   const std::vector<float> xs = eval_steps_of(runs.front());
   std::vector<viz::Series> loss_curves, p_curves, exact_curves;
   const std::vector<viz::Rgb> colours = {{31, 119, 180}, {214, 39, 40}, {44, 160, 44}};
@@ -791,38 +818,16 @@ void label_smoothing(const Setup& setup, const std::vector<Run>& runs, const std
           3, "the same model, data and dropout masks, trained with different eps_ls"),
       path);
   fmt::print("\n  wrote {}\n\n", path);
+}
 
-  const Eval& plain = runs[0].evals.back();
-  for (const Run& r : runs) {
-    if (r.smoothing == 0.0f) continue;
-    const Eval& e = r.evals.back();
-    const double p_star = best_p_right(r.smoothing);
-    check(e.p_correct <= p_star + 0.03,
-          fmt::format("eps {}: confidence capped, mean p(right) {:.4f} <= p* + 0.03 = {:.4f}",
-                      r.smoothing, e.p_correct, p_star + 0.03));
-    if (setup.quick) continue;
-    check(e.p_correct >= p_star - 0.03,
-          fmt::format("eps {}: trained to the cap, mean p(right) {:.4f} within 0.03 of p* = "
-                      "{:.4f}",
-                      r.smoothing, e.p_correct, p_star));
-    check(e.loss > plain.loss,
-          fmt::format("eps {}: held-out loss {:.4f} above eps 0's {:.4f} (perplexity {:.3f} vs "
-                      "{:.3f}); floor -log p* = {:.4f}",
-                      r.smoothing, e.loss, plain.loss, std::exp(e.loss), std::exp(plain.loss),
-                      -std::log(p_star)));
-    check(e.exact >= plain.exact - 0.05 && e.forced_accuracy >= plain.forced_accuracy - 0.01,
-          fmt::format("eps {}: accuracy as good (not lower by more than noise): exact match "
-                      "{:.3f} vs eps 0's {:.3f}, token accuracy {:.4f} vs {:.4f}",
-                      r.smoothing, e.exact, plain.exact, e.forced_accuracy, plain.forced_accuracy));
-  }
-  if (setup.quick) {
-    fmt::print(
-        "  (--quick: two short runs on shorter sequences; the comparisons with eps 0 are "
-        "checked in the full run)\n");
-  } else {
-    check(plain.p_correct > best_p_right(0.1) + 0.03,
-          fmt::format("eps 0: nothing caps the confidence, mean p(right) {:.4f}", plain.p_correct));
-  }
+// ---- Plumbing ----
+
+// Every 25 steps, every 50 after step 300, and the last step.
+std::vector<int64_t> eval_schedule(int64_t steps) {
+  std::vector<int64_t> at;
+  for (int64_t step = 0; step <= steps; step += step < 300 ? 25 : 50) at.push_back(step);
+  if (at.back() != steps) at.push_back(steps);
+  return at;
 }
 
 HeldOut make_held_out(const Setup& setup, uint64_t seed) {
@@ -831,6 +836,41 @@ HeldOut make_held_out(const Setup& setup, uint64_t seed) {
   h.pairs = data::generate(data::Task::Copy, setup.held_out, setup.task, rng);
   h.batch = data::make_batch(h.pairs);
   return h;
+}
+
+// Token names: the specials, then the content symbols 4..10 as the letters a..g.
+std::string token_name(int32_t id) {
+  static const char* const specials[] = {"<pad>", "<s>", "</s>", "<unk>"};
+  if (id < data::kNumSpecial) return specials[id];
+  return std::string(1, static_cast<char>('a' + (id - data::kNumSpecial)));
+}
+
+std::vector<std::string> names_of(const int32_t* ids, int64_t n) {
+  std::vector<std::string> names;
+  for (int64_t i = 0; i < n; ++i) names.push_back(token_name(ids[i]));
+  return names;
+}
+
+// Row b of ids [B, L] as token names.
+std::vector<std::string> row_names(const IndexTensor& ids, int64_t b) {
+  const int64_t len = ids.shape()[1];
+  return names_of(ids.data() + b * len, len);
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  return fmt::format("{}", fmt::join(names, " "));
+}
+
+std::vector<float> column(const std::vector<Eval>& evals, double Eval::*field) {
+  std::vector<float> ys;
+  for (const Eval& e : evals) ys.push_back(static_cast<float>(e.*field));
+  return ys;
+}
+
+std::vector<float> eval_steps_of(const Run& run) {
+  std::vector<float> xs;
+  for (const Eval& e : run.evals) xs.push_back(static_cast<float>(e.step));
+  return xs;
 }
 
 }  // namespace
@@ -869,7 +909,8 @@ int main(int argc, char** argv) {
     setup.eval_steps = eval_schedule(setup.steps);
     if (length > 0) setup.task.min_len = setup.task.max_len = length;
     const HeldOut held_out = make_held_out(setup, seed);
-    warmup_schedule(setup, seed, out_dir, check);
+    warmup_schedule(out_dir, check);
+    first_adam_step(setup, seed, check);
     teacher_forcing(setup, seed, held_out.pairs.front(), check);
 
     // The paper's eps = 0.1 run is the main model; the others differ only in eps.
@@ -882,7 +923,7 @@ int main(int argc, char** argv) {
     }
     const Run& main_run =
         *std::find_if(runs.begin(), runs.end(), [](const Run& r) { return r.smoothing == 0.1f; });
-    training(setup, main_run, *main_model, held_out, out_dir, check);
+    training_the_copy_model(setup, main_run, *main_model, held_out, out_dir, check);
     greedy_decoding(*main_model, held_out, check);
     size_t chosen_layer = 0;
     alignment_emerges(setup.quick, main_run, held_out, out_dir, chosen_layer, check);

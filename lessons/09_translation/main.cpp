@@ -30,10 +30,10 @@
 #include <vector>
 
 #include "autograd/graph.h"
-#include "autograd/ops.h"
 #include "autograd/random.h"
 #include "autograd/tensor.h"
 #include "data/batch.h"
+#include "data/batch_source.h"
 #include "data/bleu.h"
 #include "data/pair.h"
 #include "data/parallel_corpus.h"
@@ -44,6 +44,9 @@
 #include "models/decode.h"
 #include "models/transformer.h"
 #include "nn/optim.h"
+#include "training/evaluate.h"
+#include "training/loop.h"
+#include "training/trainer.h"
 #include "viz/heatmap.h"
 #include "viz/line_plot.h"
 #include "viz/png.h"
@@ -68,6 +71,7 @@ struct Setup {
   float label_smoothing = 0.1f;
 };
 
+// The corpus and the model of the README's full run, and the smaller ones of --quick.
 Setup make_setup(bool quick) {
   Setup s;
   s.quick = quick;
@@ -91,76 +95,24 @@ Setup make_setup(bool quick) {
   return s;
 }
 
-std::vector<std::string> sources_of(std::span<const data::AlignedPair> pairs) {
-  std::vector<std::string> out;
-  for (const data::AlignedPair& p : pairs) out.push_back(data::join_words(p.source));
-  return out;
-}
-
-std::vector<std::string> targets_of(std::span<const data::AlignedPair> pairs) {
-  std::vector<std::string> out;
-  for (const data::AlignedPair& p : pairs) out.push_back(data::join_words(p.target));
-  return out;
-}
-
-// Whether the source words of the target words, read left to right, ever go backwards.
-bool reorders(const data::AlignedPair& p) {
-  for (size_t i = 1; i < p.alignment.size(); ++i)
-    if (p.alignment[i].first < p.alignment[i - 1].first) return true;
-  return false;
-}
-
-// Adjacent target words aligned to adjacent source words in the opposite order: the marks of
-// a mirrored noun phrase ("big red cat" -> "miru roso grano").
-int64_t mirrored_neighbours(const data::AlignedPair& p) {
-  int64_t count = 0;
-  for (size_t i = 1; i < p.alignment.size(); ++i)
-    if (p.alignment[i].second == p.alignment[i - 1].second + 1 &&
-        p.alignment[i].first == p.alignment[i - 1].first - 1)
-      ++count;
-  return count;
-}
-
-// The pair written as two lines, each target word above the source word it translates.
-void print_aligned(const data::AlignedPair& p) {
-  fmt::print("  source: {}\n  target: {}\n", data::join_words(p.source),
-             data::join_words(p.target));
-  std::vector<std::string> from(p.target.size(), "-");
-  for (const auto& [s, t] : p.alignment)
-    from[static_cast<size_t>(t)] = p.source[static_cast<size_t>(s)];
-  std::string top = "    target word  ", bottom = "    translates   ";
-  for (size_t t = 0; t < p.target.size(); ++t) {
-    const size_t width = std::max(p.target[t].size(), from[t].size()) + 1;
-    top += fmt::format("{:<{}}", p.target[t], width);
-    bottom += fmt::format("{:<{}}", from[t], width);
-  }
-  fmt::print("{}\n{}\n  alignment (source-target): {}\n\n", top, bottom,
-             data::alignment_text(p.alignment));
-}
+// Plumbing of several sections, defined at the end of the file.
+std::vector<std::string> sources_of(std::span<const data::AlignedPair> pairs);  // as text
+std::vector<std::string> targets_of(std::span<const data::AlignedPair> pairs);
+// Adjacent target words aligned to adjacent source words in the opposite order.
+int64_t mirrored_neighbours(const data::AlignedPair& p);
+// The (adjective, noun) source positions of the held-out combinations in p.
+std::vector<std::pair<int32_t, int32_t>> held_out_in(const data::AlignedPair& p,
+                                                     const std::vector<std::string>& held_out);
 
 // ---- 1. The toy language ----
-
-// The (adjective, noun) source positions of held-out combinations ("red cat") in p: the
-// adjective is one of the two words before the noun, in its singular or plural form.
-std::vector<std::pair<int32_t, int32_t>> held_out_in(const data::AlignedPair& p,
-                                                     const std::vector<std::string>& held_out) {
-  std::vector<std::pair<int32_t, int32_t>> found;
-  for (const std::string& combo : held_out) {
-    const std::string adjective = combo.substr(0, combo.find(' '));
-    const std::string noun = combo.substr(combo.find(' ') + 1);
-    for (int32_t n = 0; n < static_cast<int32_t>(p.source.size()); ++n) {
-      const std::string& w = p.source[static_cast<size_t>(n)];
-      if (w != noun && w != noun + "s" && !(noun == "child" && w == "children")) continue;
-      for (int32_t a = std::max(0, n - 2); a < n; ++a)
-        if (p.source[static_cast<size_t>(a)] == adjective) found.emplace_back(a, n);
-    }
-  }
-  return found;
-}
 
 struct Corpora {
   data::ToyCorpus random, compositional, length;
 };
+
+// Helpers of this section, below it.
+bool reorders(const data::AlignedPair& p);
+void print_aligned(const data::AlignedPair& p);
 
 Corpora the_toy_language(const Setup& s, uint64_t seed, Checks& check) {
   banner("1. The toy language");
@@ -244,25 +196,31 @@ Corpora the_toy_language(const Setup& s, uint64_t seed, Checks& check) {
   return c;
 }
 
-// ---- 2. One vocabulary for both languages ----
+// Whether the source words of the target words, read left to right, ever go backwards.
+bool reorders(const data::AlignedPair& p) {
+  for (size_t i = 1; i < p.alignment.size(); ++i)
+    if (p.alignment[i].first < p.alignment[i - 1].first) return true;
+  return false;
+}
 
-// Mean and largest tokens per sentence, over both sides of the pairs.
-std::pair<double, size_t> lengths(const data::Tokenizer& tokenizer,
-                                  std::span<const std::string> texts) {
-  size_t total = 0, longest = 0;
-  for (const std::string& t : texts) {
-    const size_t n = tokenizer.encode(t).size();
-    total += n;
-    longest = std::max(longest, n);
+// The pair written as two lines, each target word above the source word it translates.
+void print_aligned(const data::AlignedPair& p) {
+  fmt::print("  source: {}\n  target: {}\n", data::join_words(p.source),
+             data::join_words(p.target));
+  std::vector<std::string> from(p.target.size(), "-");
+  for (const auto& [s, t] : p.alignment)
+    from[static_cast<size_t>(t)] = p.source[static_cast<size_t>(s)];
+  std::string top = "    target word  ", bottom = "    translates   ";
+  for (size_t t = 0; t < p.target.size(); ++t) {
+    const size_t width = std::max(p.target[t].size(), from[t].size()) + 1;
+    top += fmt::format("{:<{}}", p.target[t], width);
+    bottom += fmt::format("{:<{}}", from[t], width);
   }
-  return {static_cast<double>(total) / static_cast<double>(texts.size()), longest};
+  fmt::print("{}\n{}\n  alignment (source-target): {}\n\n", top, bottom,
+             data::alignment_text(p.alignment));
 }
 
-std::string pieces(const data::Tokenizer& tokenizer, const std::string& text) {
-  std::vector<std::string> labels;
-  for (const int32_t id : tokenizer.encode(text)) labels.push_back(tokenizer.label(id));
-  return fmt::format("{}", fmt::join(labels, " | "));
-}
+// ---- 2. One vocabulary for both languages ----
 
 // [snippet: shared-vocabulary]
 // §5.1: "a shared source-target vocabulary". The merges are learned from the sentences of both
@@ -273,6 +231,12 @@ data::BpeTokenizer shared_bpe(const data::ToyCorpus& corpus, int32_t vocab_size)
   return data::BpeTokenizer::learn(texts, {.vocab_size = vocab_size, .byte_fallback = false});
 }
 // [/snippet]
+
+std::string pieces(const data::Tokenizer& tokenizer, const std::string& text) {
+  std::vector<std::string> labels;
+  for (const int32_t id : tokenizer.encode(text)) labels.push_back(tokenizer.label(id));
+  return fmt::format("{}", fmt::join(labels, " | "));
+}
 
 data::BpeTokenizer one_vocabulary(const Setup& s, const data::ToyCorpus& corpus, Checks& check) {
   banner("2. One vocabulary for both languages");
@@ -330,8 +294,23 @@ data::BpeTokenizer one_vocabulary(const Setup& s, const data::ToyCorpus& corpus,
              source_ids.size(), target_ids.size(), both.size(),
              fmt::join(both.begin(), both.begin() + std::min<long>(14, std::ssize(both)), " "),
              both.size() > 14 ? " ..." : "");
+  return bpe;
+}
 
-  // Vocabulary size against sequence length, three ways.
+// Mean and largest tokens per sentence, over both sides of the pairs.
+std::pair<double, size_t> lengths(const data::Tokenizer& tokenizer,
+                                  std::span<const std::string> texts) {
+  size_t total = 0, longest = 0;
+  for (const std::string& t : texts) {
+    const size_t n = tokenizer.encode(t).size();
+    total += n;
+    longest = std::max(longest, n);
+  }
+  return {static_cast<double>(total) / static_cast<double>(texts.size()), longest};
+}
+
+// Vocabulary size against sequence length, three ways, and BPE's round trip.
+void three_tokenizers(const data::BpeTokenizer& bpe, const data::ToyCorpus& corpus, Checks& check) {
   std::vector<std::string> texts = sources_of(corpus.train);
   for (const std::string& t : targets_of(corpus.train)) texts.push_back(t);
   const data::WordTokenizer word = data::WordTokenizer::learn(texts);
@@ -358,21 +337,22 @@ data::BpeTokenizer one_vocabulary(const Setup& s, const data::ToyCorpus& corpus,
       }
   check(round_trips == texts_checked,
         fmt::format("decode(encode(s)) == s for all {} train and test sentences", texts_checked));
+}
 
-  // §3.4: one matrix for the source embedding, the target embedding and the output projection.
+// What tying saves (§3.4: one matrix for the source embedding, the target embedding and the
+// output projection).
+void tied_embeddings(TransformerConfig config, Checks& check) {
   Rng rng(1);
-  TransformerConfig config = s.model;
-  config.vocab_size = bpe.size();
   const Transformer tied(config, rng);
   config.tied = false;
   const Transformer untied(config, rng);
   const int64_t saved = untied.parameter_count() - tied.parameter_count();
   fmt::print("\n  parameters with V = {}, D = {}: tied {}, untied {} (saves {} = 2 V D)\n",
-             bpe.size(), config.d_model, tied.parameter_count(), untied.parameter_count(), saved);
-  check(
-      saved == 2 * bpe.size() * config.d_model && tied.embed && !tied.src_embed && !tied.generator,
-      "tying keeps one [V, D] matrix where the untied model has three");
-  return bpe;
+             config.vocab_size, config.d_model, tied.parameter_count(), untied.parameter_count(),
+             saved);
+  check(saved == 2 * config.vocab_size * config.d_model && tied.embed && !tied.src_embed &&
+            !tied.generator,
+        "tying keeps one [V, D] matrix where the untied model has three");
 }
 
 // ---- 3. Training and decoding ----
@@ -392,74 +372,41 @@ Trained train(const Setup& s, const TransformerConfig& config, std::span<const d
   const auto start = std::chrono::steady_clock::now();
   Rng rng(seed);
   Trained t{.model = std::make_unique<Transformer>(config, rng), .losses = {}, .seconds = 0};
-  nn::Adam adam(t.model->parameters(), {.lr = 0.0f, .beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-9f});
-  std::vector<std::vector<data::Pair>> epoch;
-  size_t next = 0;
-  for (int64_t step = 1; step <= steps; ++step) {
-    if (next == epoch.size()) {
-      epoch = data::batches_by_length(pairs, s.batch_tokens, rng);
-      next = 0;
-    }
-    const data::Batch batch = data::make_batch(epoch[next++]);
-    t.model->train();
-    const Tensor loss =
-        cross_entropy(t.model->forward(batch.src, batch.tgt_in), batch.tgt_out,
-                      {.ignore_index = config.pad_id, .label_smoothing = s.label_smoothing});
-    t.model->zero_grad();
-    loss.backward();
-    adam.set_lr(nn::noam_lr(step, config.d_model, s.warmup, s.factor));
-    adam.step();
-    t.losses.push_back(loss.item());
-    if (after_step) after_step(step, t.losses.back(), *t.model);
-  }
+  Transformer& model = *t.model;
+  // The generator that drew the weights goes on to draw the batches of each epoch.
+  data::BatchSource batches =
+      data::BatchSource::by_length({pairs.begin(), pairs.end()}, s.batch_tokens, rng);
+  training::Trainer trainer(nn::Optimizer(model.named_parameters(), nn::AdamConfig{}),
+                            training::noam(config.d_model, s.warmup, s.factor));
+  training::run(
+      trainer, [&] { return batches.next(); },
+      [&](const data::Batch& batch) {
+        return training::teacher_forced_loss(model, batch, s.label_smoothing);
+      },
+      steps, {.after_step = [&](const training::StepRecord& r) {
+        t.losses.push_back(r.result.loss);
+        if (after_step) after_step(r.result.step, r.result.loss, model);
+      }});
   t.seconds = seconds_since(start);
   return t;
 }
 // [/snippet]
 
-std::vector<data::Pair> encode_all(const data::Tokenizer& tokenizer,
-                                   std::span<const data::AlignedPair> pairs) {
-  std::vector<data::Pair> out;
-  for (const data::AlignedPair& p : pairs)
-    out.push_back(
-        data::encode_pair(tokenizer, data::join_words(p.source), data::join_words(p.target)));
-  return out;
-}
-
 // [snippet: translate]
-// The output ids for every pair's source, 64 sentences at a time: greedy, or beam search with
-// §6.1's beam size 4 and length penalty alpha (0.6 in the paper).
-std::vector<TokenIds> decode_all(Transformer& model, std::span<const data::Pair> pairs, bool beam,
-                                 float alpha = 0.6f, bool early_stop = false) {
-  std::vector<TokenIds> out;
-  for (size_t first = 0; first < pairs.size(); first += 64) {
-    std::vector<std::vector<int32_t>> sources;
-    for (size_t i = first; i < std::min(pairs.size(), first + 64); ++i)
-      sources.push_back(pairs[i].src);
-    const IndexTensor src = data::pad_sequences(sources);
-    for (TokenIds& t :
-         beam ? beam_search(model, src,
-                            {.beam = 4, .length_penalty = alpha, .early_stop = early_stop})
-              : greedy_decode(model, src))
-      out.push_back(std::move(t));
-  }
-  return out;
-}
-
-// BLEU is computed on text: the decoded ids turned back into words.
-std::vector<std::string> texts_of(const data::Tokenizer& tokenizer,
-                                  std::span<const TokenIds> outputs) {
-  std::vector<std::string> out;
-  for (const TokenIds& ids : outputs) out.push_back(tokenizer.decode(ids));
-  return out;
+// The test sentences decoded 64 at a time, in their order: greedily (beam 1), or by beam search
+// with §6.1's beam size 4 and length penalty alpha (0.6 in the paper). score_translations turns
+// the output ids back into text and scores it against the references: BLEU, chrF, exact share.
+training::TranslationScores translate(Transformer& model, const data::Tokenizer& tokenizer,
+                                      const data::SentencePairsFile& test, int64_t beam,
+                                      float alpha = 0.6f, bool early_stop = false) {
+  return training::score_translations(model, tokenizer, test.pairs,
+                                      {.beam = beam,
+                                       .length_penalty = alpha,
+                                       .early_stop = early_stop,
+                                       .batch = 64,
+                                       .by_length = false});
 }
 // [/snippet]
-
-std::vector<std::string> translate(Transformer& model, const data::Tokenizer& tokenizer,
-                                   std::span<const data::Pair> pairs, bool beam,
-                                   float alpha = 0.6f) {
-  return texts_of(tokenizer, decode_all(model, pairs, beam, alpha));
-}
 
 // [snippet: score]
 // How beam search ranks an output: log P(tokens, then eos | source), the sum of each token's
@@ -467,48 +414,47 @@ std::vector<std::string> translate(Transformer& model, const data::Tokenizer& to
 // lp = ((5 + length) / 6)^alpha of Wu et al. (2016), the length counting eos.
 double beam_score(Transformer& model, const std::vector<int32_t>& src, const TokenIds& tokens,
                   float alpha) {
-  model.eval();
-  NoGrad no_grad;
-  std::vector<int32_t> tgt_in = {model.config.bos_id}, next = tokens;
-  tgt_in.insert(tgt_in.end(), tokens.begin(), tokens.end());
-  next.push_back(model.config.eos_id);
-  const Tensor log_p =
-      log_softmax(model.forward(IndexTensor::from({1, std::ssize(src)}, src),
-                                IndexTensor::from({1, std::ssize(tgt_in)}, tgt_in)));
-  double sum = 0;
-  for (size_t t = 0; t < next.size(); ++t) sum += log_p.at({0, static_cast<int64_t>(t), next[t]});
-  return sum / std::pow((5.0 + static_cast<double>(next.size())) / 6.0, alpha);
+  std::vector<int32_t> tgt = {model.config.bos_id};  // <s> tokens </s>
+  tgt.insert(tgt.end(), tokens.begin(), tokens.end());
+  tgt.push_back(model.config.eos_id);
+  const double length = static_cast<double>(tokens.size() + 1);  // with eos
+  return training::log_likelihood(model, src, tgt) / std::pow((5.0 + length) / 6.0, alpha);
 }
 // [/snippet]
-
-double exact_share(std::span<const std::string> hypotheses,
-                   std::span<const std::string> references) {
-  int64_t same = 0;
-  for (size_t i = 0; i < hypotheses.size(); ++i) same += hypotheses[i] == references[i];
-  return static_cast<double>(same) / static_cast<double>(hypotheses.size());
-}
 
 struct RandomRun {
   Trained trained;
   double bleu_at_split_budget = 0;  // greedy test BLEU after split_steps, for section 5
-  double best_bleu = 0;
 };
+
+// The test set translated greedily and with beam search (beam 4, alpha 0.6).
+struct TestTranslations {
+  training::TranslationScores greedy, beam;
+};
+
+TestTranslations decoding_and_bleu(const Setup& s, Transformer& model,
+                                   const data::Tokenizer& tokenizer, const data::ToyCorpus& corpus,
+                                   const data::SentencePairsFile& test, Checks& check);
+void where_beam_and_greedy_differ(const Setup& s, Transformer& model,
+                                  const data::Tokenizer& tokenizer, const data::ToyCorpus& corpus,
+                                  const data::SentencePairsFile& test,
+                                  const training::TranslationScores& greedy,
+                                  const training::TranslationScores& beam, Checks& check);
 
 RandomRun train_and_decode(const Setup& s, const TransformerConfig& config,
                            const data::Tokenizer& tokenizer, const data::ToyCorpus& corpus,
                            uint64_t seed, const std::string& out_dir, Checks& check) {
   banner("3. Training, greedy decoding and beam search");
-  const std::vector<data::Pair> train_pairs = encode_all(tokenizer, corpus.train);
-  const std::vector<data::Pair> test_pairs = encode_all(tokenizer, corpus.test);
-  const std::vector<std::string> references = targets_of(corpus.test);
+  const std::vector<data::Pair> train_pairs =
+      data::encode_pairs(tokenizer, data::sentence_pairs_of(corpus.train, "train"));
+  const data::SentencePairsFile test = data::sentence_pairs_of(corpus.test, "test");
   RandomRun run;
   run.trained =
       train(s, config, train_pairs, s.steps, seed, [&](int64_t step, float loss, Transformer& m) {
         if (step % (s.steps / 7) == 0 || step == s.steps)
           fmt::print("  step {:>4}  loss {:.3f}\n", step, loss);
         if (step == s.split_steps)
-          run.bleu_at_split_budget =
-              data::corpus_bleu(translate(m, tokenizer, test_pairs, false), references).score;
+          run.bleu_at_split_budget = translate(m, tokenizer, test, 1).bleu.score;
       });
   const Trained& t = run.trained;
   fmt::print("  trained {} steps of about {} tokens in {:.1f} s ({} parameters)\n", s.steps,
@@ -517,103 +463,9 @@ RandomRun train_and_decode(const Setup& s, const TransformerConfig& config,
         fmt::format("the training loss fell from {:.2f} to {:.2f}", t.losses.front(),
                     t.losses.back()));
 
-  const auto start = std::chrono::steady_clock::now();
-  const std::vector<TokenIds> greedy_ids = decode_all(*t.model, test_pairs, false);
-  const std::vector<std::string> greedy = texts_of(tokenizer, greedy_ids);
-  const double greedy_seconds = seconds_since(start);
-  const std::vector<TokenIds> beam_ids = decode_all(*t.model, test_pairs, true);
-  const std::vector<std::string> beam = texts_of(tokenizer, beam_ids);
-  const double beam_seconds = seconds_since(start) - greedy_seconds;
-  // [snippet: bleu]
-  const data::BleuScore greedy_bleu = data::corpus_bleu(greedy, references);
-  const data::BleuScore beam_bleu = data::corpus_bleu(beam, references);
-  // [/snippet]
-  const data::ChrfScore greedy_chrf = data::corpus_chrf(greedy, references);
-  const data::ChrfScore beam_chrf = data::corpus_chrf(beam, references);
-  fmt::print("\n  on the {} test pairs:\n", references.size());
-  fmt::print("  greedy   {}\n           chrF {:.1f}, exact {:.1f}%, {:.1f} s\n",
-             greedy_bleu.to_string(), greedy_chrf.score, 100 * exact_share(greedy, references),
-             greedy_seconds);
-  fmt::print("  beam 4   {}\n           chrF {:.1f}, exact {:.1f}%, {:.1f} s\n",
-             beam_bleu.to_string(), beam_chrf.score, 100 * exact_share(beam, references),
-             beam_seconds);
-  double mean_sentence_bleu = 0;
-  for (size_t i = 0; i < greedy.size(); ++i)
-    mean_sentence_bleu += data::sentence_bleu(greedy[i], references[i]).score;
-  mean_sentence_bleu /= static_cast<double>(greedy.size());
-  fmt::print("  (the mean of the greedy sentence BLEUs would be {:.2f}: not corpus BLEU)\n",
-             mean_sentence_bleu);
-  run.best_bleu = std::max(greedy_bleu.score, beam_bleu.score);
-  if (s.quick)
-    check(std::isfinite(run.best_bleu) && run.best_bleu >= 0,
-          fmt::format("--quick: BLEU is computed ({:.1f}); the full run asserts >= 95",
-                      run.best_bleu));
-  else
-    check(run.best_bleu >= 95.0,
-          fmt::format("test BLEU {:.2f} (greedy {:.2f}, beam {:.2f}) is at least 95", run.best_bleu,
-                      greedy_bleu.score, beam_bleu.score));
-
-  fmt::print("\n  a few test translations (greedy):\n");
-  for (size_t i = 0; i < 3; ++i)
-    fmt::print("    source     {}\n    reference  {}\n    greedy     {}\n\n",
-               data::join_words(corpus.test[i].source), references[i], greedy[i]);
-
-  // Where a beam's output differs from greedy's, which one the model scores higher.
-  struct Differences {
-    int64_t differ = 0, beam_right = 0, greedy_right = 0, beam_higher = 0, cut_short = 0;
-  };
-  const auto compare = [&](const std::vector<TokenIds>& ids, const std::vector<std::string>& out,
-                           bool show) {
-    Differences d;
-    for (size_t i = 0; i < greedy.size(); ++i) {
-      if (greedy[i] == out[i]) continue;
-      const double greedy_score = beam_score(*t.model, test_pairs[i].src, greedy_ids[i], 0.6f);
-      const double beam_found = beam_score(*t.model, test_pairs[i].src, ids[i], 0.6f);
-      d.beam_higher += beam_found > greedy_score;
-      d.cut_short += beam_found < greedy_score && ids[i].size() < greedy_ids[i].size();
-      d.beam_right += out[i] == references[i];
-      d.greedy_right += greedy[i] == references[i];
-      if (show && d.differ < 3)
-        fmt::print(
-            "    source     {}\n    reference  {}\n    greedy     {}   (score {:.3f})\n"
-            "    beam       {}   (score {:.3f})\n\n",
-            data::join_words(corpus.test[i].source), references[i], greedy[i], greedy_score, out[i],
-            beam_found);
-      ++d.differ;
-    }
-    fmt::print(
-        "  beam and greedy differ on {} of {} sentences. There the beam's output is exact {} "
-        "times, greedy's {} times;\n  the beam's output scores higher {} times, and is shorter "
-        "and scores lower {} times\n",
-        d.differ, greedy.size(), d.beam_right, d.greedy_right, d.beam_higher, d.cut_short);
-    return d;
-  };
-  // The quick stopping rule: done as soon as 4 hypotheses have emitted eos.
-  const std::vector<TokenIds> early_ids = decode_all(*t.model, test_pairs, true, 0.6f, true);
-  const std::vector<std::string> early = texts_of(tokenizer, early_ids);
-  fmt::print("\n  beam 4 stopping as soon as 4 hypotheses have finished (early_stop):\n");
-  fmt::print("  {}\n\n", data::corpus_bleu(early, references).to_string());
-  const Differences quick = compare(early_ids, early, true);
-  if (!s.quick)
-    check(quick.differ > 0 && 2 * quick.cut_short > quick.differ,
-          "stopping early, where beam and greedy differ the beam's output is mostly shorter and "
-          "scores LOWER than greedy's: the search missed a translation it would rank higher");
-  fmt::print("\n  beam 4 going on while a hypothesis still alive scores better (the default):\n");
-  const Differences patient = compare(beam_ids, beam, false);
-  if (!s.quick)
-    check(patient.cut_short < quick.cut_short,
-          fmt::format("going on, the beam loses a better translation on {} sentences instead of "
-                      "{}",
-                      patient.cut_short, quick.cut_short));
-
-  fmt::print("\n  beam 4 and the length penalty alpha, test BLEU:");
-  for (const float alpha : {0.0f, 0.6f, 1.0f, 2.0f}) {
-    const std::vector<std::string> out = translate(*t.model, tokenizer, test_pairs, true, alpha);
-    const data::BleuScore b = data::corpus_bleu(out, references);
-    fmt::print("  alpha {:.1f}: {:.2f} (length ratio {:.3f})", alpha, b.score,
-               static_cast<double>(b.hypothesis_length) / static_cast<double>(b.reference_length));
-  }
-  fmt::print("\n");
+  const TestTranslations decoded = decoding_and_bleu(s, *t.model, tokenizer, corpus, test, check);
+  where_beam_and_greedy_differ(s, *t.model, tokenizer, corpus, test, decoded.greedy, decoded.beam,
+                               check);
 
   const std::string path = out_dir + kDir + "loss.png";
   viz::write_png(viz::line_plot({{.name = "training loss (label smoothing 0.1)", .ys = t.losses}},
@@ -625,7 +477,168 @@ RandomRun train_and_decode(const Setup& s, const TransformerConfig& config,
   return run;
 }
 
+// The test set translated greedily and with beam 4, scored, timed and shown.
+TestTranslations decoding_and_bleu(const Setup& s, Transformer& model,
+                                   const data::Tokenizer& tokenizer, const data::ToyCorpus& corpus,
+                                   const data::SentencePairsFile& test, Checks& check) {
+  const std::vector<std::string> references = targets_of(corpus.test);
+  const auto start = std::chrono::steady_clock::now();
+  const training::TranslationScores greedy = translate(model, tokenizer, test, 1);
+  const double greedy_seconds = seconds_since(start);
+  const training::TranslationScores beam = translate(model, tokenizer, test, 4);
+  const double beam_seconds = seconds_since(start) - greedy_seconds;
+  fmt::print("\n  on the {} test pairs:\n", references.size());
+  fmt::print("  greedy   {}\n           chrF {:.1f}, exact {:.1f}%, {:.1f} s\n",
+             greedy.bleu.to_string(), greedy.chrf.score, 100 * greedy.exact, greedy_seconds);
+  fmt::print("  beam 4   {}\n           chrF {:.1f}, exact {:.1f}%, {:.1f} s\n",
+             beam.bleu.to_string(), beam.chrf.score, 100 * beam.exact, beam_seconds);
+  double mean_sentence_bleu = 0;
+  for (size_t i = 0; i < references.size(); ++i)
+    mean_sentence_bleu += data::sentence_bleu(greedy.hypotheses[i], references[i]).score;
+  mean_sentence_bleu /= static_cast<double>(references.size());
+  fmt::print("  (the mean of the greedy sentence BLEUs would be {:.2f}: not corpus BLEU)\n",
+             mean_sentence_bleu);
+  const double best_bleu = std::max(greedy.bleu.score, beam.bleu.score);
+  if (s.quick)
+    check(std::isfinite(best_bleu) && best_bleu >= 0,
+          fmt::format("--quick: BLEU is computed ({:.1f}); the full run asserts >= 95", best_bleu));
+  else
+    check(best_bleu >= 95.0,
+          fmt::format("test BLEU {:.2f} (greedy {:.2f}, beam {:.2f}) is at least 95", best_bleu,
+                      greedy.bleu.score, beam.bleu.score));
+
+  fmt::print("\n  a few test translations (greedy):\n");
+  for (size_t i = 0; i < 3; ++i)
+    fmt::print("    source     {}\n    reference  {}\n    greedy     {}\n\n",
+               data::join_words(corpus.test[i].source), references[i], greedy.hypotheses[i]);
+  return {.greedy = greedy, .beam = beam};
+}
+
+// Where a beam's output differs from greedy's, which one the model scores higher, when the beam
+// stops early and when it goes on; then the length penalty alpha.
+void where_beam_and_greedy_differ(const Setup& s, Transformer& model,
+                                  const data::Tokenizer& tokenizer, const data::ToyCorpus& corpus,
+                                  const data::SentencePairsFile& test,
+                                  const training::TranslationScores& greedy,
+                                  const training::TranslationScores& beam, Checks& check) {
+  const std::vector<data::Pair> test_pairs = data::encode_pairs(tokenizer, test);
+  const std::vector<std::string> references = targets_of(corpus.test);
+  struct Differences {
+    int64_t differ = 0, beam_right = 0, greedy_right = 0, beam_higher = 0, cut_short = 0;
+  };
+  const auto compare = [&](const training::TranslationScores& other, bool show) {
+    const std::vector<TokenIds>& ids = other.outputs;
+    const std::vector<TokenIds>& greedy_ids = greedy.outputs;
+    const std::vector<std::string>& out = other.hypotheses;
+    const std::vector<std::string>& greedy_out = greedy.hypotheses;
+    Differences d;
+    for (size_t i = 0; i < greedy_out.size(); ++i) {
+      if (greedy_out[i] == out[i]) continue;
+      const double greedy_score = beam_score(model, test_pairs[i].src, greedy_ids[i], 0.6f);
+      const double beam_found = beam_score(model, test_pairs[i].src, ids[i], 0.6f);
+      d.beam_higher += beam_found > greedy_score;
+      d.cut_short += beam_found < greedy_score && ids[i].size() < greedy_ids[i].size();
+      d.beam_right += out[i] == references[i];
+      d.greedy_right += greedy_out[i] == references[i];
+      if (show && d.differ < 3)
+        fmt::print(
+            "    source     {}\n    reference  {}\n    greedy     {}   (score {:.3f})\n"
+            "    beam       {}   (score {:.3f})\n\n",
+            data::join_words(corpus.test[i].source), references[i], greedy_out[i], greedy_score,
+            out[i], beam_found);
+      ++d.differ;
+    }
+    fmt::print(
+        "  beam and greedy differ on {} of {} sentences. There the beam's output is exact {} "
+        "times, greedy's {} times;\n  the beam's output scores higher {} times, and is shorter "
+        "and scores lower {} times\n",
+        d.differ, greedy_out.size(), d.beam_right, d.greedy_right, d.beam_higher, d.cut_short);
+    return d;
+  };
+  // The quick stopping rule: done as soon as 4 hypotheses have emitted eos.
+  const training::TranslationScores early = translate(model, tokenizer, test, 4, 0.6f, true);
+  fmt::print("\n  beam 4 stopping as soon as 4 hypotheses have finished (early_stop):\n");
+  fmt::print("  {}\n\n", early.bleu.to_string());
+  const Differences quick = compare(early, true);
+  if (!s.quick)
+    check(quick.differ > 0 && 2 * quick.cut_short > quick.differ,
+          "stopping early, where beam and greedy differ the beam's output is mostly shorter and "
+          "scores LOWER than greedy's: the search missed a translation it would rank higher");
+  fmt::print("\n  beam 4 going on while a hypothesis still alive scores better (the default):\n");
+  const Differences patient = compare(beam, false);
+  if (!s.quick)
+    check(patient.cut_short < quick.cut_short,
+          fmt::format("going on, the beam loses a better translation on {} sentences instead of "
+                      "{}",
+                      patient.cut_short, quick.cut_short));
+
+  fmt::print("\n  beam 4 and the length penalty alpha, test BLEU:");
+  for (const float alpha : {0.0f, 0.6f, 1.0f, 2.0f}) {
+    const data::BleuScore b = translate(model, tokenizer, test, 4, alpha).bleu;
+    fmt::print("  alpha {:.1f}: {:.2f} (length ratio {:.3f})", alpha, b.score,
+               static_cast<double>(b.hypothesis_length) / static_cast<double>(b.reference_length));
+  }
+  fmt::print("\n");
+}
+
 // ---- 4. What the cross-attention aligns ----
+
+// Draws the cross-attention of one test sentence (below).
+void draw_sentence(Transformer& model, const data::Tokenizer& tokenizer, const data::AlignedPair& p,
+                   int index, const std::string& out_dir);
+
+double where_attention_goes(Transformer& model, const data::Tokenizer& tokenizer,
+                            const data::ToyCorpus& corpus, bool quick, const std::string& out_dir,
+                            Checks& check) {
+  banner("4. What the cross-attention aligns");
+  const data::SentencePairsFile test = data::sentence_pairs_of(corpus.test, "test");
+  // [snippet: alignment]
+  // For each target word, the source word with the most attention, the weights pooled over the
+  // word's BPE pieces, must be the one the gold alignment names: in each decoder layer with its
+  // heads averaged, and in each head of the last layer alone.
+  std::vector<data::AlignmentScore> layers, last_layer;
+  for (int64_t layer = 0; layer < model.config.decoder_layers; ++layer)
+    layers.push_back(training::score_alignment(model, tokenizer, test, layer));
+  for (int64_t head = 0; head < model.config.heads; ++head)
+    last_layer.push_back(training::score_alignment(model, tokenizer, test, -1, head));
+  // [/snippet]
+  for (size_t layer = 0; layer < layers.size(); ++layer)
+    fmt::print(
+        "  decoder layer {}, heads averaged: {:.1f}% of {} target words attend most to "
+        "their gold source word\n",
+        layer + 1, 100 * layers[layer].accuracy(), layers[layer].total);
+  fmt::print("  last layer, head by head:");
+  for (const data::AlignmentScore& h : last_layer) fmt::print(" {:.1f}%", 100 * h.accuracy());
+  fmt::print("\n\n");
+  const double score = layers.back().accuracy();
+  if (quick)
+    check(score >= 0.0 && score <= 1.0 && layers.back().total > 0,
+          fmt::format("--quick: the alignment score is computed ({:.1f}%)", 100 * score));
+  else
+    check(score > 0.8,
+          fmt::format("alignment score {:.1f}% (last layer, heads averaged): the attention "
+                      "finds the source word it translates",
+                      100 * score));
+
+  // Two test sentences with long mirrored noun phrases, the second with a postposition.
+  const auto prepositional = [](const data::AlignedPair& p) {
+    for (const std::string w : {"near", "under", "behind", "with"})
+      if (std::find(p.source.begin(), p.source.end(), w) != p.source.end()) return true;
+    return false;
+  };
+  size_t first = 0, second = 0;
+  int64_t best_first = -1, best_second = -1;
+  for (size_t i = 0; i < corpus.test.size(); ++i) {
+    const data::AlignedPair& p = corpus.test[i];
+    if (p.source.size() < 8 || p.source.size() > 12) continue;
+    const int64_t m = mirrored_neighbours(p);
+    if (!prepositional(p) && m > best_first) best_first = m, first = i;
+    if (prepositional(p) && m > best_second) best_second = m, second = i;
+  }
+  draw_sentence(model, tokenizer, corpus.test[first], 1, out_dir);
+  draw_sentence(model, tokenizer, corpus.test[second], 2, out_dir);
+  return score;
+}
 
 // The cross-attention of every decoder layer, [1, H, T, S] each, while the model reads the
 // reference target (teacher forcing): row t is the step that produces target token t + 1.
@@ -666,35 +679,6 @@ TokenWords token_words(const data::Tokenizer& tokenizer, const data::Pair& pair)
                .source = data::word_of_tokens(tokenizer, pair.src)};
   w.target.push_back(-1);
   return w;
-}
-
-struct AlignmentScores {
-  std::vector<data::AlignmentScore> layers;      // heads averaged, per decoder layer
-  std::vector<data::AlignmentScore> last_layer;  // per head of the last layer
-};
-
-AlignmentScores score_alignment(Transformer& model, const data::Tokenizer& tokenizer,
-                                std::span<const data::AlignedPair> pairs) {
-  AlignmentScores scores;
-  scores.layers.resize(static_cast<size_t>(model.config.decoder_layers));
-  scores.last_layer.resize(static_cast<size_t>(model.config.heads));
-  for (const data::AlignedPair& p : pairs) {
-    const data::Pair pair =
-        data::encode_pair(tokenizer, data::join_words(p.source), data::join_words(p.target));
-    const std::vector<Tensor> maps = cross_attention(model, pair);
-    const TokenWords words = token_words(tokenizer, pair);
-    // [snippet: alignment]
-    // For each target word, the source word with the most attention, the weights pooled
-    // over the word's BPE pieces, must be the one the gold alignment names.
-    for (size_t layer = 0; layer < maps.size(); ++layer)
-      data::add_alignment_score(head_map(maps[layer], -1), words.target, words.source, p.alignment,
-                                scores.layers[layer]);
-    // [/snippet]
-    for (int64_t h = 0; h < model.config.heads; ++h)
-      data::add_alignment_score(head_map(maps.back(), h), words.target, words.source, p.alignment,
-                                scores.last_layer[static_cast<size_t>(h)]);
-  }
-  return scores;
 }
 
 // Token attention [rows * cols] pooled into words [target words * source words]: a target
@@ -790,50 +774,6 @@ void draw_sentence(Transformer& model, const data::Tokenizer& tokenizer, const d
   fmt::print("\n    wrote {}, {}, {}\n", heads_path, mean_path, words_path);
 }
 
-double where_attention_goes(Transformer& model, const data::Tokenizer& tokenizer,
-                            const data::ToyCorpus& corpus, bool quick, const std::string& out_dir,
-                            Checks& check) {
-  banner("4. What the cross-attention aligns");
-  const AlignmentScores scores = score_alignment(model, tokenizer, corpus.test);
-  for (size_t layer = 0; layer < scores.layers.size(); ++layer)
-    fmt::print(
-        "  decoder layer {}, heads averaged: {:.1f}% of {} target words attend most to "
-        "their gold source word\n",
-        layer + 1, 100 * scores.layers[layer].accuracy(), scores.layers[layer].total);
-  fmt::print("  last layer, head by head:");
-  for (const data::AlignmentScore& h : scores.last_layer)
-    fmt::print(" {:.1f}%", 100 * h.accuracy());
-  fmt::print("\n\n");
-  const double score = scores.layers.back().accuracy();
-  if (quick)
-    check(score >= 0.0 && score <= 1.0 && scores.layers.back().total > 0,
-          fmt::format("--quick: the alignment score is computed ({:.1f}%)", 100 * score));
-  else
-    check(score > 0.8,
-          fmt::format("alignment score {:.1f}% (last layer, heads averaged): the attention "
-                      "finds the source word it translates",
-                      100 * score));
-
-  // Two test sentences with long mirrored noun phrases, the second with a postposition.
-  const auto prepositional = [](const data::AlignedPair& p) {
-    for (const std::string w : {"near", "under", "behind", "with"})
-      if (std::find(p.source.begin(), p.source.end(), w) != p.source.end()) return true;
-    return false;
-  };
-  size_t first = 0, second = 0;
-  int64_t best_first = -1, best_second = -1;
-  for (size_t i = 0; i < corpus.test.size(); ++i) {
-    const data::AlignedPair& p = corpus.test[i];
-    if (p.source.size() < 8 || p.source.size() > 12) continue;
-    const int64_t m = mirrored_neighbours(p);
-    if (!prepositional(p) && m > best_first) best_first = m, first = i;
-    if (prepositional(p) && m > best_second) best_second = m, second = i;
-  }
-  draw_sentence(model, tokenizer, corpus.test[first], 1, out_dir);
-  draw_sentence(model, tokenizer, corpus.test[second], 2, out_dir);
-  return score;
-}
-
 // ---- 5. The compositional and length splits ----
 
 struct SplitResult {
@@ -849,24 +789,30 @@ SplitResult evaluate_split(const std::string& name, const Setup& s, const data::
   const data::BpeTokenizer tokenizer = shared_bpe(corpus, s.vocab_size);
   TransformerConfig config = s.model;
   config.vocab_size = tokenizer.size();
-  const std::vector<data::Pair> train_pairs = encode_all(tokenizer, corpus.train);
-  const std::vector<data::Pair> test_pairs = encode_all(tokenizer, corpus.test);
+  const std::vector<data::Pair> train_pairs =
+      data::encode_pairs(tokenizer, data::sentence_pairs_of(corpus.train, "train"));
+  const data::SentencePairsFile test = data::sentence_pairs_of(corpus.test, "test");
   Trained t = train(s, config, train_pairs, s.split_steps, seed);
   curves.push_back({.name = name, .ys = t.losses});
-  hypotheses = translate(*t.model, tokenizer, test_pairs, false);
-  const std::vector<std::string> references = targets_of(corpus.test);
-  const AlignmentScores scores = score_alignment(*t.model, tokenizer, corpus.test);
+  const training::TranslationScores scores = translate(*t.model, tokenizer, test, 1);
+  hypotheses = scores.hypotheses;
   fmt::print("  {} split: trained {} steps in {:.1f} s\n", name, s.split_steps, t.seconds);
-  const data::BleuScore bleu = data::corpus_bleu(hypotheses, references);
+  const data::BleuScore& bleu = scores.bleu;
   return {.name = name,
           .steps = s.split_steps,
           .bleu = bleu.score,
-          .chrf = data::corpus_chrf(hypotheses, references).score,
-          .exact = exact_share(hypotheses, references),
-          .alignment = scores.layers.back().accuracy(),
+          .chrf = scores.chrf.score,
+          .exact = scores.exact,
+          .alignment = training::score_alignment(*t.model, tokenizer, test).accuracy(),
           .length_ratio = static_cast<double>(bleu.hypothesis_length) /
                           static_cast<double>(bleu.reference_length)};
 }
+
+// Helpers of this section, below it.
+int64_t compositional_phrases(const data::ToyCorpus& corpus,
+                              const std::vector<std::string>& compositional_out);
+void exact_by_length(const data::ToyCorpus& corpus, const std::vector<std::string>& length_out,
+                     std::vector<float>& xs, std::vector<float>& ys);
 
 void other_splits(const Setup& s, const Corpora& c, const RandomRun& random, uint64_t seed,
                   const std::string& out_dir, Checks& check) {
@@ -888,56 +834,9 @@ void other_splits(const Setup& s, const Corpora& c, const RandomRun& random, uin
                r.bleu, r.chrf, 100 * r.exact, 100 * r.alignment, r.length_ratio);
   fmt::print("  (all greedy; the alignment score is the last layer's, heads averaged)\n");
 
-  // Compositional: is the held-out phrase itself translated right? Its reference words are
-  // the target words aligned to the adjective and the noun, a contiguous run once mirrored.
-  int64_t phrases = 0, phrases_right = 0;
-  for (size_t i = 0; i < c.compositional.test.size(); ++i) {
-    const data::AlignedPair& p = c.compositional.test[i];
-    for (const auto& [adjective, noun] : held_out_in(p, c.compositional.held_out)) {
-      int32_t lo = 1000, hi = -1;
-      for (const auto& [sw, t] : p.alignment)
-        if (sw == adjective || sw == noun) lo = std::min(lo, t), hi = std::max(hi, t);
-      const std::vector<std::string> phrase(p.target.begin() + lo, p.target.begin() + hi + 1);
-      ++phrases;
-      phrases_right +=
-          (" " + compositional_out[i] + " ").find(" " + data::join_words(phrase) + " ") !=
-          std::string::npos;
-    }
-  }
-  fmt::print(
-      "\n  compositional: {} of {} held-out adjective-noun phrases come out right ({:.1f}%)\n",
-      phrases_right, phrases,
-      100.0 * static_cast<double>(phrases_right) /
-          static_cast<double>(std::max<int64_t>(1, phrases)));
-
-  // Length: exact translations by source length.
-  struct Counts {
-    int64_t exact = 0, total = 0, output_words = 0, reference_words = 0;
-  };
-  std::map<size_t, Counts> by_length;  // source words -> counts
-  const std::vector<std::string> references = targets_of(c.length.test);
-  for (size_t i = 0; i < references.size(); ++i) {
-    Counts& n = by_length[c.length.test[i].source.size()];
-    n.exact += length_out[i] == references[i];
-    ++n.total;
-    n.output_words += std::ssize(data::bleu_tokenize(length_out[i]));
-    n.reference_words += std::ssize(data::bleu_tokenize(references[i]));
-  }
-  size_t longest_train = 0;
-  for (const data::AlignedPair& p : c.length.train)
-    longest_train = std::max(longest_train, p.source.size());
-  fmt::print("  length split (training sentences had at most {} source words), by source length:\n",
-             longest_train);
-  fmt::print("    {:>12} {:>6} {:>12} {:>26}\n", "source words", "pairs", "exact",
-             "output / reference words");
-  std::vector<float> xs, ys;
-  for (const auto& [words, n] : by_length) {
-    const double exact = static_cast<double>(n.exact) / static_cast<double>(n.total);
-    fmt::print("    {:>12} {:>6} {:>11.0f}% {:>26.3f}\n", words, n.total, 100 * exact,
-               static_cast<double>(n.output_words) / static_cast<double>(n.reference_words));
-    xs.push_back(static_cast<float>(words));
-    ys.push_back(static_cast<float>(100 * exact));
-  }
+  const int64_t phrases = compositional_phrases(c.compositional, compositional_out);
+  std::vector<float> xs, ys;  // source words, % exact
+  exact_by_length(c.length, length_out, xs, ys);
 
   const std::string path = out_dir + kDir + "splits.png";
   viz::write_png(viz::grid({viz::line_plot(curves, {.title = "training loss of the three splits",
@@ -964,6 +863,107 @@ void other_splits(const Setup& s, const Corpora& c, const RandomRun& random, uin
                       length.bleu, random.bleu_at_split_budget));
 }
 
+// Compositional: is the held-out phrase itself translated right? Its reference words are
+// the target words aligned to the adjective and the noun, a contiguous run once mirrored.
+// Prints the count and returns how many phrases there are.
+int64_t compositional_phrases(const data::ToyCorpus& corpus,
+                              const std::vector<std::string>& compositional_out) {
+  int64_t phrases = 0, phrases_right = 0;
+  for (size_t i = 0; i < corpus.test.size(); ++i) {
+    const data::AlignedPair& p = corpus.test[i];
+    for (const auto& [adjective, noun] : held_out_in(p, corpus.held_out)) {
+      int32_t lo = 1000, hi = -1;
+      for (const auto& [sw, t] : p.alignment)
+        if (sw == adjective || sw == noun) lo = std::min(lo, t), hi = std::max(hi, t);
+      const std::vector<std::string> phrase(p.target.begin() + lo, p.target.begin() + hi + 1);
+      ++phrases;
+      phrases_right +=
+          (" " + compositional_out[i] + " ").find(" " + data::join_words(phrase) + " ") !=
+          std::string::npos;
+    }
+  }
+  fmt::print(
+      "\n  compositional: {} of {} held-out adjective-noun phrases come out right ({:.1f}%)\n",
+      phrases_right, phrases,
+      100.0 * static_cast<double>(phrases_right) /
+          static_cast<double>(std::max<int64_t>(1, phrases)));
+  return phrases;
+}
+
+// Length: exact translations by source length, printed, and as points (xs, ys) to draw.
+void exact_by_length(const data::ToyCorpus& corpus, const std::vector<std::string>& length_out,
+                     std::vector<float>& xs, std::vector<float>& ys) {
+  struct Counts {
+    int64_t exact = 0, total = 0, output_words = 0, reference_words = 0;
+  };
+  std::map<size_t, Counts> by_length;  // source words -> counts
+  const std::vector<std::string> references = targets_of(corpus.test);
+  for (size_t i = 0; i < references.size(); ++i) {
+    Counts& n = by_length[corpus.test[i].source.size()];
+    n.exact += length_out[i] == references[i];
+    ++n.total;
+    n.output_words += std::ssize(data::bleu_tokenize(length_out[i]));
+    n.reference_words += std::ssize(data::bleu_tokenize(references[i]));
+  }
+  size_t longest_train = 0;
+  for (const data::AlignedPair& p : corpus.train)
+    longest_train = std::max(longest_train, p.source.size());
+  fmt::print("  length split (training sentences had at most {} source words), by source length:\n",
+             longest_train);
+  fmt::print("    {:>12} {:>6} {:>12} {:>26}\n", "source words", "pairs", "exact",
+             "output / reference words");
+  for (const auto& [words, n] : by_length) {
+    const double exact = static_cast<double>(n.exact) / static_cast<double>(n.total);
+    fmt::print("    {:>12} {:>6} {:>11.0f}% {:>26.3f}\n", words, n.total, 100 * exact,
+               static_cast<double>(n.output_words) / static_cast<double>(n.reference_words));
+    xs.push_back(static_cast<float>(words));
+    ys.push_back(static_cast<float>(100 * exact));
+  }
+}
+
+// ---- Plumbing ----
+
+std::vector<std::string> sources_of(std::span<const data::AlignedPair> pairs) {
+  std::vector<std::string> out;
+  for (const data::AlignedPair& p : pairs) out.push_back(data::join_words(p.source));
+  return out;
+}
+
+std::vector<std::string> targets_of(std::span<const data::AlignedPair> pairs) {
+  std::vector<std::string> out;
+  for (const data::AlignedPair& p : pairs) out.push_back(data::join_words(p.target));
+  return out;
+}
+
+// Adjacent target words aligned to adjacent source words in the opposite order: the marks of
+// a mirrored noun phrase ("big red cat" -> "miru roso grano").
+int64_t mirrored_neighbours(const data::AlignedPair& p) {
+  int64_t count = 0;
+  for (size_t i = 1; i < p.alignment.size(); ++i)
+    if (p.alignment[i].second == p.alignment[i - 1].second + 1 &&
+        p.alignment[i].first == p.alignment[i - 1].first - 1)
+      ++count;
+  return count;
+}
+
+// The (adjective, noun) source positions of held-out combinations ("red cat") in p: the
+// adjective is one of the two words before the noun, in its singular or plural form.
+std::vector<std::pair<int32_t, int32_t>> held_out_in(const data::AlignedPair& p,
+                                                     const std::vector<std::string>& held_out) {
+  std::vector<std::pair<int32_t, int32_t>> found;
+  for (const std::string& combo : held_out) {
+    const std::string adjective = combo.substr(0, combo.find(' '));
+    const std::string noun = combo.substr(combo.find(' ') + 1);
+    for (int32_t n = 0; n < static_cast<int32_t>(p.source.size()); ++n) {
+      const std::string& w = p.source[static_cast<size_t>(n)];
+      if (w != noun && w != noun + "s" && !(noun == "child" && w == "children")) continue;
+      for (int32_t a = std::max(0, n - 2); a < n; ++a)
+        if (p.source[static_cast<size_t>(a)] == adjective) found.emplace_back(a, n);
+    }
+  }
+  return found;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -982,11 +982,13 @@ int main(int argc, char** argv) {
     const Setup s = make_setup(quick);
     const Corpora corpora = the_toy_language(s, seed, check);
     const data::BpeTokenizer tokenizer = one_vocabulary(s, corpora.random, check);
+    three_tokenizers(tokenizer, corpora.random, check);
     // [snippet: model]
     TransformerConfig config = s.model;  // full run: d_model 64, d_ff 256, 4 heads, 2 + 2 layers
     config.vocab_size = tokenizer.size();
     config.tied = true;  // §3.4: one matrix for both embeddings and the pre-softmax projection
     // [/snippet]
+    tied_embeddings(config, check);
     RandomRun random = train_and_decode(s, config, tokenizer, corpora.random, seed, out_dir, check);
     where_attention_goes(*random.trained.model, tokenizer, corpora.random, quick, out_dir, check);
     other_splits(s, corpora, random, seed, out_dir, check);

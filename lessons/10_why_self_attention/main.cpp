@@ -32,16 +32,18 @@
 #include "autograd/random.h"
 #include "autograd/tensor.h"
 #include "data/batch.h"
+#include "data/batch_source.h"
 #include "data/tasks.h"
 #include "data/vocab.h"
 #include "lessons/lesson.h"
-#include "models/decode.h"
 #include "models/transformer.h"
 #include "nn/attention.h"
 #include "nn/conv.h"
 #include "nn/layers.h"
 #include "nn/optim.h"
 #include "nn/recurrent.h"
+#include "training/evaluate.h"
+#include "training/trainer.h"
 #include "viz/line_plot.h"
 #include "viz/png.h"
 
@@ -160,6 +162,27 @@ struct Timings {
   std::vector<std::vector<double>> seconds;  // [kind][i]
 };
 
+// Time against log2 N, one curve per kind of layer.
+void draw_time_per_layer(const Timings& t, int64_t batch, int64_t d, const std::string& out_dir) {
+  std::vector<viz::Series> series;
+  std::vector<float> log2n;
+  for (const double n : t.ns) log2n.push_back(static_cast<float>(std::log2(n)));
+  for (int kind = 0; kind < kKinds; ++kind) {
+    std::vector<float> ms;
+    for (const double s : t.seconds[static_cast<size_t>(kind)])
+      ms.push_back(static_cast<float>(1e3 * s));
+    series.push_back({.name = kNames[static_cast<size_t>(kind)], .xs = log2n, .ys = ms});
+  }
+  const std::string path = out_dir + kDir + "time_per_layer.png";
+  viz::write_png(viz::line_plot(series, {.title = fmt::format(
+                                             "forward time per layer, B = {}, D = {}", batch, d),
+                                         .x_label = "log2 N (sequence length)",
+                                         .y_label = "ms (log scale)",
+                                         .log_y = true}),
+                 path);
+  fmt::print("\n  wrote {}\n", path);
+}
+
 Timings time_per_layer(bool quick, uint64_t seed, const std::string& out_dir, Checks& check) {
   banner("1. Time per layer");
   Rng rng(seed);
@@ -222,23 +245,7 @@ Timings time_per_layer(bool quick, uint64_t seed, const std::string& out_dir, Ch
     fmt::print("\n  self-attention is cheaper than the GRU at every N measured (up to {})\n",
                longest);
 
-  std::vector<viz::Series> series;
-  std::vector<float> log2n;
-  for (const double n : t.ns) log2n.push_back(static_cast<float>(std::log2(n)));
-  for (int kind = 0; kind < kKinds; ++kind) {
-    std::vector<float> ms;
-    for (const double s : t.seconds[static_cast<size_t>(kind)])
-      ms.push_back(static_cast<float>(1e3 * s));
-    series.push_back({.name = kNames[static_cast<size_t>(kind)], .xs = log2n, .ys = ms});
-  }
-  const std::string path = out_dir + kDir + "time_per_layer.png";
-  viz::write_png(viz::line_plot(series, {.title = fmt::format(
-                                             "forward time per layer, B = {}, D = {}", batch, d),
-                                         .x_label = "log2 N (sequence length)",
-                                         .y_label = "ms (log scale)",
-                                         .log_y = true}),
-                 path);
-  fmt::print("\n  wrote {}\n", path);
+  draw_time_per_layer(t, batch, d, out_dir);
 
   if (quick) {
     check(true, "timing claims are skipped with --quick (too few, too short lengths)");
@@ -262,6 +269,17 @@ Timings time_per_layer(bool quick, uint64_t seed, const std::string& out_dir, Ch
 
 // ---- 2. Sequential operations and path length ----
 
+int64_t longest_path(const Tensor& root, const Tensor& from);  // below the snippet
+
+// [snippet: sequential]
+// One layer applied to x [1, N, D]: the depth of its tape from x to the output is the number of
+// operations that cannot run at the same time, however many cores there are.
+int64_t sequential_operations(const Layers& layers, Kind kind, int64_t n, int64_t d, Rng& rng) {
+  const Tensor x = Tensor::uniform({1, n, d}, rng, -1.0f, 1.0f).set_requires_grad();
+  return longest_path(layers.forward(kind, x), x);
+}
+// [/snippet]
+
 // The longest chain of recorded ops from `from` (a leaf) to the tape's end at root: the
 // number of operations that must run one after another. -1 when from does not reach root.
 int64_t longest_path(const Tensor& root, const Tensor& from) {
@@ -282,15 +300,6 @@ int64_t longest_path(const Tensor& root, const Tensor& from) {
   const Node* node = root.impl()->grad_fn.get();
   return node ? depth(node) : -1;
 }
-
-// [snippet: sequential]
-// One layer applied to x [1, N, D]: the depth of its tape from x to the output is the number of
-// operations that cannot run at the same time, however many cores there are.
-int64_t sequential_operations(const Layers& layers, Kind kind, int64_t n, int64_t d, Rng& rng) {
-  const Tensor x = Tensor::uniform({1, n, d}, rng, -1.0f, 1.0f).set_requires_grad();
-  return longest_path(layers.forward(kind, x), x);
-}
-// [/snippet]
 
 // A stack of layers that mix positions, for the path-length measurement.
 enum StackKind { kStackAttention, kStackRestricted, kStackConv, kStackDilated, kStackKinds };
@@ -345,6 +354,28 @@ int64_t layers_to_connect(const Stack& stack, StackKind kind, int64_t n, Rng& rn
   return -1;
 }
 // [/snippet]
+
+// The maximum path length against N, one curve per stack, and the GRU's cell steps.
+void draw_path_length(const std::vector<int64_t>& ns, const std::vector<std::vector<int64_t>>& path,
+                      const std::vector<int64_t>& gru_steps, const std::string& out_dir) {
+  std::vector<float> xs;
+  for (const int64_t n : ns) xs.push_back(static_cast<float>(n));
+  std::vector<viz::Series> series;
+  for (int kind = 0; kind < kStackKinds; ++kind) {
+    std::vector<float> ys;
+    for (const int64_t v : path[static_cast<size_t>(kind)]) ys.push_back(static_cast<float>(v));
+    series.push_back({.name = kStackNames[static_cast<size_t>(kind)], .xs = xs, .ys = ys});
+  }
+  std::vector<float> steps;
+  for (const int64_t v : gru_steps) steps.push_back(static_cast<float>(v));
+  series.push_back({.name = "recurrent (cell steps)", .xs = xs, .ys = steps});
+  const std::string file = out_dir + kDir + "path_length.png";
+  viz::write_png(viz::line_plot(series, {.title = "maximum path length from x_0 to y_(N-1)",
+                                         .x_label = "N (sequence length)",
+                                         .y_label = "layers (or steps)"}),
+                 file);
+  fmt::print("\n  wrote {}\n", file);
+}
 
 void steps_and_paths(bool quick, uint64_t seed, const std::string& out_dir, Checks& check) {
   banner("2. Sequential operations and path length");
@@ -425,23 +456,7 @@ void steps_and_paths(bool quick, uint64_t seed, const std::string& out_dir, Chec
                     "attention; the GRU's grow with N ({} -> {})",
                     depth[kRecurrent].front(), depth[kRecurrent].back()));
 
-  std::vector<float> xs;
-  for (const int64_t n : ns) xs.push_back(static_cast<float>(n));
-  std::vector<viz::Series> series;
-  for (int kind = 0; kind < kStackKinds; ++kind) {
-    std::vector<float> ys;
-    for (const int64_t v : path[static_cast<size_t>(kind)]) ys.push_back(static_cast<float>(v));
-    series.push_back({.name = kStackNames[static_cast<size_t>(kind)], .xs = xs, .ys = ys});
-  }
-  std::vector<float> steps;
-  for (const int64_t v : gru_steps) steps.push_back(static_cast<float>(v));
-  series.push_back({.name = "recurrent (cell steps)", .xs = xs, .ys = steps});
-  const std::string file = out_dir + kDir + "path_length.png";
-  viz::write_png(viz::line_plot(series, {.title = "maximum path length from x_0 to y_(N-1)",
-                                         .x_label = "N (sequence length)",
-                                         .y_label = "layers (or steps)"}),
-                 file);
-  fmt::print("\n  wrote {}\n", file);
+  draw_path_length(ns, path, gru_steps, out_dir);
 }
 
 // ---- 3. A recurrent model forgets ----
@@ -499,33 +514,22 @@ class RecurrentSeq2Seq : public nn::Module {
   nn::Linear generator;
 };
 
-std::vector<int64_t> source_lengths(const IndexTensor& src) {
-  const int64_t batch = src.shape()[0], len = src.shape()[1];
-  std::vector<int64_t> lengths(static_cast<size_t>(batch), 0);
-  for (int64_t b = 0; b < batch; ++b)
-    for (int64_t t = 0; t < len; ++t)
-      lengths[static_cast<size_t>(b)] += src.data()[b * len + t] != data::kPad;
-  return lengths;
-}
-
-struct Accuracy {
-  double exact = 0, tokens = 0;
+// Each model's loss at the last step.
+struct FinalLosses {
+  float gru = 0, transformer = 0;
 };
 
-// Exact-match and token accuracy of decoded outputs against the copy targets.
-Accuracy score(const std::vector<data::Pair>& pairs, const std::vector<std::vector<int32_t>>& out) {
-  Accuracy a;
-  double correct = 0, total = 0;
-  for (size_t i = 0; i < pairs.size(); ++i) {
-    const std::vector<int32_t> want(pairs[i].tgt.begin() + 1, pairs[i].tgt.end() - 1);
-    a.exact += out[i] == want;
-    for (size_t j = 0; j < want.size(); ++j) correct += j < out[i].size() && out[i][j] == want[j];
-    total += static_cast<double>(want.size());
-  }
-  a.exact /= static_cast<double>(pairs.size());
-  a.tokens = correct / total;
-  return a;
-}
+// Exact copies and right tokens (%) of each model by sequence length.
+struct ByLength {
+  std::vector<float> lengths, gru_exact, tf_exact, gru_tok, tf_tok;
+};
+
+// The training and the measurement of this section, below it.
+FinalLosses train_in_lock_step(RecurrentSeq2Seq& gru, Transformer& transformer,
+                               const data::TaskConfig& train_task, int64_t steps,
+                               int64_t batch_size, uint64_t seed);
+ByLength copy_accuracy_by_length(const RecurrentSeq2Seq& gru, Transformer& transformer,
+                                 int64_t longest, int64_t per_length, uint64_t seed);
 
 void recurrent_forgets(bool quick, uint64_t seed, const std::string& out_dir, Checks& check) {
   banner("3. A recurrent model forgets");
@@ -551,74 +555,10 @@ void recurrent_forgets(bool quick, uint64_t seed, const std::string& out_dir, Ch
   check(ratio > 0.8 && ratio < 1.25,
         fmt::format("the two models have comparable sizes (ratio {:.2f})", ratio));
 
-  // The same batches, steps and optimizer for both.
-  // Each model gets the peak rate that suits it: the GRU's gradients grow through its N steps
-  // and it trained best at 3e-3; the Transformer, with its post-norm layers, at 9e-3 (about
-  // the peak of §5.3's schedule for d_model 32 and 100 warm-up steps).
-  constexpr float kGruPeak = 3e-3f, kTransformerPeak = 9e-3f;
-  nn::Adam gru_opt(gru.parameters(), {.lr = kGruPeak});
-  nn::Adam tf_opt(transformer.parameters(), {.lr = kTransformerPeak});
-  Rng data_rng(seed + 3);
-  const auto start = std::chrono::steady_clock::now();
-  double gru_seconds = 0, tf_seconds = 0;
-  float gru_loss = 0, tf_loss = 0;
-  for (int64_t step = 1; step <= steps; ++step) {
-    const std::vector<data::Pair> pairs =
-        data::generate(data::Task::Copy, batch_size, train_task, data_rng);
-    const data::Batch batch = data::make_batch(pairs);
-    const CrossEntropyOptions loss_options{.ignore_index = data::kPad};
-    // A linear warm-up over 100 steps, then lr ~ step^-0.5, the shape of §5.3's schedule.
-    const float warmup =
-        std::min(static_cast<float>(step) / 100.0f, std::sqrt(100.0f / static_cast<float>(step)));
-    auto t0 = std::chrono::steady_clock::now();
-    Tensor loss =
-        cross_entropy(gru.forward(batch, source_lengths(batch.src)), batch.tgt_out, loss_options);
-    gru_opt.zero_grad();
-    loss.backward();
-    nn::clip_grad_norm(gru.parameters(), 1.0f);
-    gru_opt.set_lr(kGruPeak * warmup);
-    gru_opt.step();
-    gru_loss = loss.data()[0];
-    gru_seconds += seconds_since(t0);
-    t0 = std::chrono::steady_clock::now();
-    loss = cross_entropy(transformer.forward(batch.src, batch.tgt_in), batch.tgt_out, loss_options);
-    tf_opt.zero_grad();
-    loss.backward();
-    nn::clip_grad_norm(transformer.parameters(), 1.0f);
-    tf_opt.set_lr(kTransformerPeak * warmup);
-    tf_opt.step();
-    tf_loss = loss.data()[0];
-    tf_seconds += seconds_since(t0);
-    if (step % (steps / 6) == 0 || step == steps)
-      fmt::print("  step {:>4}  loss GRU {:.3f}  Transformer {:.3f}\n", step, gru_loss, tf_loss);
-  }
-  fmt::print("  trained {} steps of {} pairs in {:.1f} s (GRU {:.1f} s, Transformer {:.1f} s)\n",
-             steps, batch_size, seconds_since(start), gru_seconds, tf_seconds);
-
-  // Greedy decoding of fresh sequences, one length at a time.
-  transformer.eval();
-  const int64_t per_length = quick ? 32 : 100;
-  std::vector<float> lengths, gru_exact, tf_exact, gru_tok, tf_tok;
-  fmt::print("\n  {:>6} {:>14} {:>14} {:>14} {:>14}\n", "length", "GRU exact", "Transf. exact",
-             "GRU tokens", "Transf. tokens");
-  Rng eval_rng(seed + 4);
-  for (int64_t len = 2; len <= longest; len += quick ? 2 : 2) {
-    const data::TaskConfig task{.vocab_size = 11, .min_len = len, .max_len = len};
-    const std::vector<data::Pair> pairs =
-        data::generate(data::Task::Copy, per_length, task, eval_rng);
-    std::vector<std::vector<int32_t>> sources;
-    for (const auto& p : pairs) sources.push_back(p.src);
-    const IndexTensor src = data::pad_sequences(sources);
-    const Accuracy g = score(pairs, gru.greedy(src, len + 2));
-    const Accuracy t = score(pairs, greedy_decode(transformer, src, {.max_len = len + 2}));
-    fmt::print("  {:>6} {:>13.0f}% {:>13.0f}% {:>13.0f}% {:>13.0f}%\n", len, 100 * g.exact,
-               100 * t.exact, 100 * g.tokens, 100 * t.tokens);
-    lengths.push_back(static_cast<float>(len));
-    gru_exact.push_back(static_cast<float>(100 * g.exact));
-    tf_exact.push_back(static_cast<float>(100 * t.exact));
-    gru_tok.push_back(static_cast<float>(100 * g.tokens));
-    tf_tok.push_back(static_cast<float>(100 * t.tokens));
-  }
+  const auto [gru_loss, tf_loss] =
+      train_in_lock_step(gru, transformer, train_task, steps, batch_size, seed);
+  const auto [lengths, gru_exact, tf_exact, gru_tok, tf_tok] =
+      copy_accuracy_by_length(gru, transformer, longest, quick ? 32 : 100, seed);
   float forget_at = 0;
   for (size_t i = 0; i < lengths.size() && forget_at == 0; ++i)
     if (gru_exact[i] < 50.0f) forget_at = lengths[i];
@@ -656,6 +596,119 @@ void recurrent_forgets(bool quick, uint64_t seed, const std::string& out_dir, Ch
         fmt::format("at length {} the Transformer still gets {:.0f}% of the tokens right, the GRU "
                     "{:.0f}% (chance: 1/7 = 14%)",
                     lengths.back(), tf_tok.back(), gru_tok.back()));
+}
+
+// Each row's length without its padding: where the GRU's final state is read.
+std::vector<int64_t> source_lengths(const IndexTensor& src) {
+  const int64_t batch = src.shape()[0], len = src.shape()[1];
+  std::vector<int64_t> lengths(static_cast<size_t>(batch), 0);
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t t = 0; t < len; ++t)
+      lengths[static_cast<size_t>(b)] += src.data()[b * len + t] != data::kPad;
+  return lengths;
+}
+
+// Trains the two models on the same batches with the same kind of schedule, both clipped.
+FinalLosses train_in_lock_step(RecurrentSeq2Seq& gru, Transformer& transformer,
+                               const data::TaskConfig& train_task, int64_t steps,
+                               int64_t batch_size, uint64_t seed) {
+  // The same batches, steps and optimizer for both.
+  // Each model gets the peak rate that suits it: the GRU's gradients grow through its N steps
+  // and it trained best at 3e-3; the Transformer, with its post-norm layers, at 9e-3 (about
+  // the peak of §5.3's schedule for d_model 32 and 100 warm-up steps).
+  constexpr float kGruPeak = 3e-3f, kTransformerPeak = 9e-3f;
+  // A linear warm-up over 100 steps, then lr ~ step^-0.5, the shape of §5.3's schedule.
+  const auto schedule = [](float peak) -> training::Schedule {
+    return [peak](int64_t step) {
+      return peak * std::min(static_cast<float>(step) / 100.0f,
+                             std::sqrt(100.0f / static_cast<float>(step)));
+    };
+  };
+  training::Trainer gru_trainer(nn::Optimizer(gru.named_parameters(), nn::AdamConfig{}),
+                                schedule(kGruPeak), {.clip = 1.0f});
+  training::Trainer tf_trainer(nn::Optimizer(transformer.named_parameters(), nn::AdamConfig{}),
+                               schedule(kTransformerPeak), {.clip = 1.0f});
+  // Each model's loss on a batch: teacher forcing, cross-entropy over the tokens that are not
+  // padding.
+  const auto gru_loss_of = [&](const data::Batch& batch) {
+    return cross_entropy(gru.forward(batch, source_lengths(batch.src)), batch.tgt_out,
+                         {.ignore_index = data::kPad});
+  };
+  const auto tf_loss_of = [&](const data::Batch& batch) {
+    return training::teacher_forced_loss(transformer, batch);
+  };
+  data::BatchSource batches =
+      data::BatchSource::generated(data::Task::Copy, train_task, batch_size, Rng(seed + 3));
+  const auto start = std::chrono::steady_clock::now();
+  double gru_seconds = 0, tf_seconds = 0;
+  FinalLosses last;
+  // A plain loop rather than training::run, which trains one model: here both models take
+  // their step on the same batch before the next batch is drawn, each step timed on its own.
+  for (int64_t step = 1; step <= steps; ++step) {
+    const data::Batch batch = batches.next();
+    auto t0 = std::chrono::steady_clock::now();
+    last.gru = gru_trainer.step([&] { return gru_loss_of(batch); }).loss;
+    gru_seconds += seconds_since(t0);
+    t0 = std::chrono::steady_clock::now();
+    last.transformer = tf_trainer.step([&] { return tf_loss_of(batch); }).loss;
+    tf_seconds += seconds_since(t0);
+    if (step % (steps / 6) == 0 || step == steps)
+      fmt::print("  step {:>4}  loss GRU {:.3f}  Transformer {:.3f}\n", step, last.gru,
+                 last.transformer);
+  }
+  fmt::print("  trained {} steps of {} pairs in {:.1f} s (GRU {:.1f} s, Transformer {:.1f} s)\n",
+             steps, batch_size, seconds_since(start), gru_seconds, tf_seconds);
+  return last;
+}
+
+struct Accuracy {
+  double exact = 0, tokens = 0;
+};
+
+// Exact-match and token accuracy of decoded outputs against the copy targets.
+Accuracy score(const std::vector<data::Pair>& pairs, const std::vector<std::vector<int32_t>>& out) {
+  Accuracy a;
+  double correct = 0, total = 0;
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    const std::vector<int32_t> want(pairs[i].tgt.begin() + 1, pairs[i].tgt.end() - 1);
+    a.exact += out[i] == want;
+    for (size_t j = 0; j < want.size(); ++j) correct += j < out[i].size() && out[i][j] == want[j];
+    total += static_cast<double>(want.size());
+  }
+  a.exact /= static_cast<double>(pairs.size());
+  a.tokens = correct / total;
+  return a;
+}
+
+// Greedy decoding of fresh sequences, one length at a time.
+ByLength copy_accuracy_by_length(const RecurrentSeq2Seq& gru, Transformer& transformer,
+                                 int64_t longest, int64_t per_length, uint64_t seed) {
+  transformer.eval();
+  ByLength r;
+  auto& [lengths, gru_exact, tf_exact, gru_tok, tf_tok] = r;
+  fmt::print("\n  {:>6} {:>14} {:>14} {:>14} {:>14}\n", "length", "GRU exact", "Transf. exact",
+             "GRU tokens", "Transf. tokens");
+  Rng eval_rng(seed + 4);
+  for (int64_t len = 2; len <= longest; len += 2) {
+    const data::TaskConfig task{.vocab_size = 11, .min_len = len, .max_len = len};
+    const std::vector<data::Pair> pairs =
+        data::generate(data::Task::Copy, per_length, task, eval_rng);
+    std::vector<std::vector<int32_t>> sources;
+    for (const auto& p : pairs) sources.push_back(p.src);
+    const Accuracy g = score(pairs, gru.greedy(data::pad_sequences(sources), len + 2));
+    const Accuracy t = score(
+        pairs,
+        training::decode_corpus(transformer, sources,
+                                {.max_len = len + 2, .batch = per_length, .by_length = false}));
+    fmt::print("  {:>6} {:>13.0f}% {:>13.0f}% {:>13.0f}% {:>13.0f}%\n", len, 100 * g.exact,
+               100 * t.exact, 100 * g.tokens, 100 * t.tokens);
+    lengths.push_back(static_cast<float>(len));
+    gru_exact.push_back(static_cast<float>(100 * g.exact));
+    tf_exact.push_back(static_cast<float>(100 * t.exact));
+    gru_tok.push_back(static_cast<float>(100 * g.tokens));
+    tf_tok.push_back(static_cast<float>(100 * t.tokens));
+  }
+  return r;
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // The lesson texts cannot drift from the programs: every code excerpt in a lesson's README,
 // marked with <!-- snippet: NAME --> right before a ```cpp block, must equal the region of
 // its main.cpp between "// [snippet: NAME]" and "// [/snippet]" (common indentation removed).
+// An excerpt of a library file names it, relative to the top of the tree:
+// <!-- snippet: trainer-step training/trainer.cpp --> quotes that file's region trainer-step.
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -54,39 +56,52 @@ std::map<std::string, std::string> snippets_in_source(const fs::path& path) {
   return snippets;
 }
 
-std::map<std::string, std::string> snippets_in_readme(const fs::path& path) {
-  std::map<std::string, std::string> snippets;
+// One excerpt of a README: the region it quotes, the file it quotes it from ("" for the
+// lesson's main.cpp), and its text.
+struct Excerpt {
+  std::string name, file, text;
+};
+
+std::vector<Excerpt> snippets_in_readme(const fs::path& path) {
+  std::vector<Excerpt> snippets;
   const std::vector<std::string> lines = read_lines(path);
   for (size_t i = 0; i + 1 < lines.size(); ++i) {
     const std::string t = trim(lines[i]);
     if (t.rfind("<!-- snippet: ", 0) != 0) continue;
-    const std::string name = t.substr(14, t.size() - 18);
+    std::string name = t.substr(14, t.size() - 18), file;
+    if (const auto space = name.find(' '); space != std::string::npos) {
+      file = name.substr(space + 1);
+      name.resize(space);
+    }
     INFO(path.string() << ": snippet " << name << " must be followed by a ```cpp block");
     REQUIRE(trim(lines[i + 1]) == "```cpp");
     std::vector<std::string> body;
     size_t j = i + 2;
     while (j < lines.size() && trim(lines[j]) != "```") body.push_back(lines[j++]);
-    snippets[name] = dedent(body);
+    snippets.push_back({name, file, dedent(body)});
   }
   return snippets;
 }
 
 }  // namespace
 
-TEST_CASE("every lesson README excerpt matches its main.cpp", "[lessons][snippets]") {
+TEST_CASE("every lesson README excerpt matches the code it quotes", "[lessons][snippets]") {
+  const fs::path root(GRADFORMER_SOURCE_DIR);
   int lessons = 0, excerpts = 0;
-  for (const auto& entry : fs::directory_iterator(fs::path(GRADFORMER_SOURCE_DIR) / "lessons")) {
+  for (const auto& entry : fs::directory_iterator(root / "lessons")) {
     if (!entry.is_directory()) continue;
     const fs::path readme = entry.path() / "README.md", source = entry.path() / "main.cpp";
     INFO("lesson " << entry.path().filename().string());
     REQUIRE(fs::exists(readme));
     REQUIRE(fs::exists(source));
     ++lessons;
-    const auto in_source = snippets_in_source(source);
-    for (const auto& [name, text] : snippets_in_readme(readme)) {
-      INFO("snippet " << name);
-      REQUIRE(in_source.count(name) == 1);
-      CHECK(text == in_source.at(name));
+    const auto in_main = snippets_in_source(source);
+    for (const Excerpt& e : snippets_in_readme(readme)) {
+      INFO("snippet " << e.name << (e.file.empty() ? "" : " of " + e.file));
+      if (!e.file.empty()) REQUIRE(fs::exists(root / e.file));
+      const auto in_source = e.file.empty() ? in_main : snippets_in_source(root / e.file);
+      REQUIRE(in_source.count(e.name) == 1);
+      CHECK(e.text == in_source.at(e.name));
       ++excerpts;
     }
   }

@@ -1,6 +1,7 @@
 // Evaluation: exact match by greedy decoding, whatever the targets end with; the alignment
-// score, which must leave the model as it found it; decoding a corpus in batches; and the
-// teacher-forced log-likelihood.
+// score, which must leave the model as it found it, of the heads' mean or of one head; the
+// translations' ids beside their text; decoding a corpus in batches; and the teacher-forced
+// log-likelihood.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -10,7 +11,10 @@
 #include "autograd/errors.h"
 #include "autograd/graph.h"
 #include "data/batch.h"
+#include "data/parallel_corpus.h"
 #include "data/tokenizer.h"
+#include "data/toy_language.h"
+#include "data/word_alignment.h"
 #include "models/decode.h"
 #include "training/evaluate.h"
 
@@ -93,6 +97,85 @@ TEST_CASE("score_alignment restores the model mode and attention recording and g
     CHECK_THROWS_AS(score_alignment(model, tokenizer, bad), FormatError);
     CHECK(model.training());
     CHECK_FALSE(last.record_attention);
+  }
+}
+
+TEST_CASE("score_alignment scores the heads' mean or one head of the layer",
+          "[training][evaluation]") {
+  // Every sentence starts with a word the vocabulary has without its space.
+  const std::vector<std::string> words{"a", " b", " c", " d", "x", " y", " z", " w"};
+  const data::WordTokenizer tokenizer(words);
+  Rng rng(2);
+  Transformer model(tiny(tokenizer.size()), rng);
+  const data::SentencePairsFile file{.name = "dev.tsv",
+                                     .pairs = {{"a b c d", "x y z w", "0-3 1-2 2-1 3-0"},
+                                               {"a c b d", "x z y w", "0-0 1-1 2-2 3-3"},
+                                               {"a d b", "x w y", "0-0 1-2 2-1"}},
+                                     .lines = {1, 2, 3},
+                                     .skipped = {}};
+  // By hand: the last layer's cross-attention [1, H, T, S] on the teacher-forced reference,
+  // then the map of one head, or the heads' mean, scored against the gold words.
+  const int64_t heads = model.config.heads;
+  std::vector<data::AlignmentScore> by_head(static_cast<size_t>(heads));
+  data::AlignmentScore by_mean;
+  nn::MultiHeadAttention& cross = model.decoder.layers.back()->cross_attn;
+  model.eval();
+  cross.record_attention = true;
+  for (const data::SentencePair& p : file.pairs) {
+    const data::Pair pair = data::encode_pair(tokenizer, p.source, p.target);
+    const std::vector<int32_t> tgt_in(pair.tgt.begin(), pair.tgt.end() - 1);
+    model.forward(IndexTensor::from({1, std::ssize(pair.src)}, pair.src),
+                  IndexTensor::from({1, std::ssize(tgt_in)}, tgt_in));
+    const Tensor probs = cross.last_attention;
+    const int64_t cells = probs.dim(2) * probs.dim(3);
+    std::vector<int32_t> target_words = data::word_of_tokens(
+        tokenizer, std::span<const int32_t>(pair.tgt).subspan(1, pair.tgt.size() - 2));
+    target_words.push_back(-1);
+    const std::vector<int32_t> source_words = data::word_of_tokens(tokenizer, pair.src);
+    const auto gold = data::parse_alignment(p.extra);
+    std::vector<float> mean(static_cast<size_t>(cells), 0.0f);
+    for (int64_t h = 0; h < heads; ++h) {
+      const std::vector<float> one(probs.data() + h * cells, probs.data() + (h + 1) * cells);
+      data::add_alignment_score(one, target_words, source_words, gold,
+                                by_head[static_cast<size_t>(h)]);
+      for (int64_t k = 0; k < cells; ++k)
+        mean[static_cast<size_t>(k)] += one[static_cast<size_t>(k)] / static_cast<float>(heads);
+    }
+    data::add_alignment_score(mean, target_words, source_words, gold, by_mean);
+  }
+  cross.record_attention = false;
+  // With this seed the two heads score differently, so a mix-up would show.
+  REQUIRE(by_head[0].correct != by_head[1].correct);
+
+  const data::AlignmentScore mean_score = score_alignment(model, tokenizer, file);
+  CHECK(mean_score.total == 11);
+  CHECK(mean_score.correct == by_mean.correct);
+  for (int64_t h = 0; h < heads; ++h) {
+    const data::AlignmentScore one = score_alignment(model, tokenizer, file, -1, h);
+    CHECK(one.total == 11);
+    CHECK(one.correct == by_head[static_cast<size_t>(h)].correct);
+  }
+  CHECK_THROWS_AS(score_alignment(model, tokenizer, file, -1, heads), std::invalid_argument);
+  CHECK_THROWS_AS(score_alignment(model, tokenizer, file, -1, -2), std::invalid_argument);
+}
+
+TEST_CASE("score_translations keeps the ids it decoded beside their text",
+          "[training][evaluation]") {
+  const std::vector<std::string> words{"a", " b", " c", "x", " y", " z"};
+  const data::WordTokenizer tokenizer(words);
+  Rng rng(8);
+  Transformer model(tiny(tokenizer.size()), rng);
+  const std::vector<data::SentencePair> pairs = {{"a b c", "x y z", ""}, {"a", "x", ""}};
+  for (const DecodeSettings& settings :
+       {DecodeSettings{}, DecodeSettings{.beam = 3, .batch = 1, .by_length = false}}) {
+    const TranslationScores scores = score_translations(model, tokenizer, pairs, settings);
+    std::vector<std::vector<int32_t>> sources;
+    for (const data::SentencePair& p : pairs)
+      sources.push_back(data::encode_pair(tokenizer, p.source, p.target).src);
+    CHECK(scores.outputs == decode_corpus(model, sources, settings));
+    REQUIRE(scores.hypotheses.size() == pairs.size());
+    for (size_t i = 0; i < pairs.size(); ++i)
+      CHECK(scores.hypotheses[i] == tokenizer.decode(scores.outputs[i]));
   }
 }
 
