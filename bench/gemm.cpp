@@ -193,7 +193,8 @@ int main(int argc, char** argv) {
 
   fmt::print(stderr, "\nGFLOP/s (median)\n{:>6} {:>7} {:>8} {:>8} {:>8} {:>13}\n", "size",
              "threads", "naive", "blocked", "blas", "blocked/blas");
-  for (const auto& [key, row] : table) {
+  for (const auto& [key, row_of_key] : table) {
+    const auto& row = row_of_key;  // a lambda cannot capture a structured binding in clang 14
     const auto cell = [&row](std::string_view name) {
       return row.contains(name) ? fmt::format("{:.1f}", row.at(name)) : std::string("-");
     };

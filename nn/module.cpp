@@ -72,8 +72,9 @@ RandomStates random_states(Module& model) {
 
 void restore_random_states(Module& model, const RandomStates& states) {
   std::vector<std::pair<Rng*, Rng::State>> found;
-  for (const auto& [name, module] : model.named_modules()) {
-    Rng* stream = module->random_stream();
+  for (const auto& named : model.named_modules()) {
+    const std::string& name = named.first;
+    Rng* stream = named.second->random_stream();
     if (!stream) continue;
     const auto it = std::find_if(states.begin(), states.end(),
                                  [&](const auto& saved) { return saved.first == name; });

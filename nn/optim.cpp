@@ -180,8 +180,9 @@ void Optimizer::restore(int64_t steps, const NamedTensors& buffers) {
 std::vector<Tensor> Optimizer::find(const NamedTensors& buffers, const std::string& prefix) const {
   std::vector<Tensor> found;
   for (const auto& [name, parameter] : named_) {
+    const std::string key = prefix + name;
     const auto it = std::find_if(buffers.begin(), buffers.end(),
-                                 [&](const auto& saved) { return saved.first == prefix + name; });
+                                 [&key](const auto& saved) { return saved.first == key; });
     if (it == buffers.end())
       throw std::invalid_argument(fmt::format(
           "tensor \"{}{}\" is missing (the state is of another model or optimizer)", prefix, name));
