@@ -46,7 +46,10 @@ TEST_CASE("a cycled source goes through its pairs in order and starts again",
   const auto slices = batches_in_order(pairs, 3);  // 3, 3 and 1 pairs
   for (int step = 0; step < 7; ++step)
     CHECK(same_batch(source.next(), make_batch(slices[static_cast<size_t>(step) % 3])));
-  CHECK_THROWS_AS(BatchSource::cycled({}, 3, Rng(2)), std::invalid_argument);
+  CHECK_THROWS_WITH(BatchSource::cycled({}, 3, Rng(2)), "BatchSource: no pairs to cycle through");
+  CHECK_THROWS_WITH(BatchSource::cycled(pairs, 0, Rng(2)),
+                    "BatchSource: batch size 0 is not positive");
+  CHECK_THROWS_WITH(BatchSource::by_length({}, 60, Rng(2)), "BatchSource: no pairs to batch");
 }
 
 TEST_CASE("a by-length source draws one epoch after another from its generator",

@@ -155,8 +155,11 @@ TEST_CASE("score_alignment scores the heads' mean or one head of the layer",
     CHECK(one.total == 11);
     CHECK(one.correct == by_head[static_cast<size_t>(h)].correct);
   }
-  CHECK_THROWS_AS(score_alignment(model, tokenizer, file, -1, heads), std::invalid_argument);
+  CHECK_THROWS_WITH(score_alignment(model, tokenizer, file, -1, heads),
+                    "attention head 3 does not exist: the layers have heads 1 to 2");
   CHECK_THROWS_AS(score_alignment(model, tokenizer, file, -1, -2), std::invalid_argument);
+  CHECK_THROWS_WITH(score_alignment(model, tokenizer, file, 2),
+                    "alignment layer 3 does not exist: the decoder has layers 1 to 2");
 }
 
 TEST_CASE("score_translations keeps the ids it decoded beside their text",
