@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "models/transformer.h"
 
@@ -41,6 +42,7 @@ struct TrainOptions {
   int64_t steps = 600;
   int64_t eval_every = 0;  // 0: only at the end
   int64_t eval_count = 100;
+  int64_t snapshots = 25;  // attention snapshots (and dev-metric points) for the run's page
   uint64_t seed = 1;
   int threads = 0;  // 0: the default, kernels::num_threads()
   std::string save = "out/model.safetensors";
@@ -68,6 +70,13 @@ struct AttentionOptions {
   std::string ckpt, src, tgt, out = "out/attention";
 };
 int run_attention(const AttentionOptions& options);
+
+struct ReportOptions {
+  std::string ckpt;
+  std::vector<std::string> sources;  // --src, each shown in the attention explorer
+  std::string out;                   // "": the checkpoint's path with .html
+};
+int run_report(const ReportOptions& options);
 
 struct TranslateOptions {
   std::string ckpt;

@@ -4,6 +4,7 @@
 //   transformer train --task copy --steps 600 --save out/copy.safetensors
 //   echo "5 6 7 8 2" | transformer decode --ckpt out/copy.safetensors
 //   transformer attention --ckpt out/copy.safetensors --src "5 6 7 8 2" --out out/attention
+//   transformer report --ckpt out/copy.safetensors --src "5 6 7 8 2" --out out/copy.html
 //
 //   transformer generate --task toy-translation --out out/toy
 //   transformer train --task translate --data out/toy/train.tsv --dev out/toy/dev.tsv
@@ -123,14 +124,19 @@ void add_train_run(CLI::App& t, TrainOptions& o) {
                "Sequences decoded for the checks during training (fresh ones for generated "
                "tasks, the first dev pairs for text)")
       ->capture_default_str();
+  t.add_option("--snapshots", o.snapshots,
+               "For the run's page (NAME.html): how many times to record the attention of one "
+               "dev sentence and the dev metric, evenly spaced from step 0 (0: never)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000));
   t.add_option("--seed", o.seed, "Random seed: the same seed gives the same run")
       ->check(kSeed)
       ->capture_default_str();
   t.add_option("--threads", o.threads, kThreadsHelp)->capture_default_str();
   t.add_option("--save", o.save,
                "Checkpoint to write; beside it go the training state (NAME.train-state."
-               "safetensors, for --resume) and the curves (default with --resume: the "
-               "checkpoint resumed)")
+               "safetensors, for --resume), the curves and the run's page NAME.html (default "
+               "with --resume: the checkpoint resumed)")
       ->capture_default_str();
   t.add_option("--resume", o.resume,
                "Continue the run saved in this checkpoint and its training state, exactly as "
@@ -185,6 +191,21 @@ void add_attention(CLI::App& app, AttentionOptions& o, int& threads) {
                "output)");
   a.add_option("--out", o.out, "Directory for the images")->capture_default_str();
   add_threads(a, threads);
+}
+
+void add_report(CLI::App& app, ReportOptions& o, int& threads) {
+  CLI::App& r = *app.add_subcommand(
+      "report", "Write the page of a run (one HTML file that opens offline in any browser)");
+  r.add_option("--ckpt", o.ckpt,
+               "Checkpoint; its training state beside it, if any, gives the curves, timings and "
+               "attention snapshots")
+      ->required()
+      ->check(CLI::ExistingFile);
+  r.add_option("--src", o.sources,
+               "A source sentence whose attention the page shows (ids such as \"5 6 7 2\", or "
+               "text for a model trained on text); repeat for more");
+  r.add_option("--out", o.out, "The page to write (default: the checkpoint's name with .html)");
+  add_threads(r, threads);
 }
 
 void add_translate(CLI::App& app, TranslateOptions& o, int& threads) {
@@ -244,6 +265,7 @@ struct Options {
   ScoreOptions score;
   DecodeOptions decode;
   AttentionOptions attention;
+  ReportOptions report;
   TranslateOptions translate;
   EvalOptions eval;
   GenerateOptions generate;
@@ -257,7 +279,7 @@ int report_parse_error(CLI::App& app, const CLI::ParseError& e) {
   if (app.get_subcommands().empty() && !stray.empty() && !stray.front().starts_with('-')) {
     fmt::print(stderr,
                "transformer: error: unknown command \"{}\" (expected train, score, decode, "
-               "attention, translate, eval or generate; see transformer --help)\n",
+               "attention, report, translate, eval or generate; see transformer --help)\n",
                stray.front());
     return e.get_exit_code();
   }
@@ -277,6 +299,7 @@ int dispatch(CLI::App& app, Options& o) {
     if (app.got_subcommand("score")) return run_score(o.score);
     if (app.got_subcommand("decode")) return run_decode(o.decode);
     if (app.got_subcommand("attention")) return run_attention(o.attention);
+    if (app.got_subcommand("report")) return run_report(o.report);
     if (app.got_subcommand("generate")) return run_generate(o.generate);
     if (app.got_subcommand("translate")) return run_translate(o.translate);
     if (app.got_subcommand("eval")) return run_eval(o.eval);
@@ -297,6 +320,7 @@ int main(int argc, char** argv) {
   add_score(app, o.score, o.threads);
   add_decode(app, o.decode, o.threads);
   add_attention(app, o.attention, o.threads);
+  add_report(app, o.report, o.threads);
   add_translate(app, o.translate, o.threads);
   add_eval(app, o.eval, o.threads);
   add_generate(app, o.generate);

@@ -23,6 +23,7 @@
 #include "autograd/kernels/parallel.h"
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/report.h"
 #include "cli/train_options.h"
 #include "data/batch_source.h"
 #include "data/pairs_file.h"
@@ -31,8 +32,10 @@
 #include "training/evaluate.h"
 #include "training/loop.h"
 #include "training/resume.h"
+#include "training/run_page.h"
 #include "training/trainer.h"
 #include "viz/line_plot.h"
+#include "viz/run_page.h"
 
 namespace gf::cli {
 
@@ -194,13 +197,88 @@ training::Trainer make_trainer(const TrainOptions& o, const Transformer& model) 
 // does not change the training data. An id file: its own pairs, at the end.
 class Checks {
  public:
+  static constexpr size_t kPageSamples = 8;  // decodes shown beside their references
+
   Checks(const TrainOptions& o, const TextPairs& text, const data::BatchSource& batches, Rng fresh)
       : o_(o), text_(text), batches_(batches), fresh_(fresh) {
     const auto& from = text.dev.pairs.empty() ? text.train.pairs : text.dev.pairs;
     some_.assign(from.begin(),
                  from.begin() + std::min<std::ptrdiff_t>(o.eval_count, std::ssize(from)));
+    // The page's sequences of a generated task are the first fresh ones the checks would draw,
+    // drawn from a copy of the stream: the same in every run of the seed, resumed or not, and
+    // without moving the stream itself.
+    if (batches.is_generated()) {
+      Rng copy = fresh;
+      page_sequences_ =
+          data::generate(data::parse_task(o.task), o.eval_count, batches.task_config(), copy);
+    }
   }
   Rng& fresh_stream() { return fresh_; }
+
+  // What the run's page scores, samples and shows the attention of: the first --eval-count dev
+  // pairs (text; training pairs without a dev set), fixed fresh sequences (a generated task), or
+  // the id file's first pairs.
+  std::vector<data::Pair> page_pairs(const data::Tokenizer* tokenizer) const {
+    if (tokenizer) {
+      std::vector<data::Pair> pairs;
+      for (const data::SentencePair& p : some_)
+        pairs.push_back(data::encode_pair(*tokenizer, p.source, p.target));
+      return pairs;
+    }
+    if (batches_.is_generated()) return page_sequences_;
+    const auto& all = batches_.pairs();
+    return {all.begin(), all.begin() + std::min<std::ptrdiff_t>(o_.eval_count, std::ssize(all))};
+  }
+
+  training::PageRecorder::Metric page_metric(const data::Tokenizer* tokenizer) const {
+    if (tokenizer)
+      return {fmt::format("BLEU, greedy, {} {}", some_.size(), pairs_name()),
+              [this, tokenizer](Transformer& model) {
+                return training::score_translations(model, *tokenizer, some_).bleu.score;
+              }};
+    const std::vector<data::Pair> pairs = page_pairs(nullptr);
+    return {fmt::format("% exact, greedy, {} {}", pairs.size(),
+                        batches_.is_generated() ? "fixed fresh sequences" : "training pairs"),
+            [pairs](Transformer& model) {
+              return 100 * training::exact_match(model, pairs);
+            }};
+  }
+
+  // What only the run knows, for its page: the data's sizes and a few of its pairs, decodes of
+  // the first page pairs beside their references, and the attention of the first three.
+  void fill_page(viz::RunPage& page, Transformer& model, const data::Tokenizer* tokenizer,
+                 const training::TokenNames& names) const {
+    auto text_of = [&names](std::span<const int32_t> ids) {
+      std::vector<std::string> words;
+      for (int32_t id : ids) words.push_back(names(id));
+      return fmt::format("{}", fmt::join(words, " "));
+    };
+    const std::vector<data::Pair> pairs = page_pairs(tokenizer);
+    if (tokenizer) {
+      page.data.emplace_back("training pairs", fmt::format("{}", text_.train.pairs.size()));
+      page.data.emplace_back("dev pairs", fmt::format("{}", text_.dev.pairs.size()));
+      page.data.emplace_back("vocabulary",
+                             fmt::format("{} tokens ({})", tokenizer->size(), tokenizer->kind()));
+      for (size_t i = 0; i < std::min<size_t>(3, text_.train.pairs.size()); ++i)
+        page.data_examples.emplace_back(text_.train.pairs[i].source, text_.train.pairs[i].target);
+      const auto shown = std::span(some_).first(std::min<size_t>(kPageSamples, some_.size()));
+      page.samples = training::translation_samples(model, *tokenizer, shown);
+      page.sample_metric = "chrF";
+    } else {
+      page.data.emplace_back(batches_.is_generated() ? "fresh sequences" : "training pairs",
+                             batches_.is_generated() ? fmt::format("{} a step", o_.batch)
+                                                     : fmt::format("{}", batches_.pairs().size()));
+      for (size_t i = 0; i < std::min<size_t>(3, pairs.size()); ++i)
+        page.data_examples.emplace_back(text_of(pairs[i].src), text_of(pairs[i].tgt));
+      const auto shown = std::span(pairs).first(std::min<size_t>(kPageSamples, pairs.size()));
+      page.samples = training::sequence_samples(model, shown, names);
+      page.sample_metric = "exact (1: every token right)";
+    }
+    for (size_t i = 0; i < std::min<size_t>(3, pairs.size()); ++i)
+      page.attention.push_back(
+          {.label = tokenizer ? some_[i].source : text_of(pairs[i].src),
+           .maps = training::attention_maps(model, pairs[i].src, pairs[i].tgt, names)});
+  }
 
   // A line for the progress display, or nothing for an id file.
   std::optional<std::string> during(int64_t step, Transformer& model,
@@ -243,6 +321,7 @@ class Checks {
   const data::BatchSource& batches_;
   Rng fresh_;
   std::vector<data::SentencePair> some_;
+  std::vector<data::Pair> page_sequences_;
 };
 
 // SIGINT (Ctrl-C) and SIGTERM ask training to stop after the current step, which then saves
@@ -325,8 +404,13 @@ class TrainRun {
         checks_(checks),
         state_path_(training::train_state_path(o.save)),
         kept_(kept_options(o)),
-        progress_(o.steps) {
+        progress_(o.steps),
+        names_(training::token_names(learner.tokenizer.get(), model_.config)) {
     for (const std::string& path : {o.save, state_path_}) nn::remove_stale_temporaries(path);
+    const std::vector<data::Pair> pairs = checks.page_pairs(learner.tokenizer.get());
+    if (o.snapshots > 0 && !pairs.empty())
+      recorder_.emplace(pairs.front(), names_, checks.page_metric(learner.tokenizer.get()), o.steps,
+                        o.snapshots);
   }
 
   void resume(const training::TrainState& state) {
@@ -339,6 +423,8 @@ class TrainRun {
                       checks_.fresh_stream());
     losses_ = state.losses;
     rates_ = state.rates;
+    if (recorder_ && !state.page.empty())
+      recorder_->history() = training::PageHistory::from_json(state.page, o_.resume);
   }
 
   data::Batch next_batch() {
@@ -349,11 +435,13 @@ class TrainRun {
   // The run's clock starts here.
   training::Hooks hooks(const StopOnSignals& stop, int& exit_code) {
     start_ = Clock::now();
+    if (losses_.empty()) record(0);  // the attention of the initial weights
     return {.after_step = [this](const training::StepRecord& r) { after_step(r); },
             .evaluate =
                 [this](int64_t step) {
                   if (o_.eval_every > 0 && step % o_.eval_every == 0 && step < o_.steps)
                     check(step);
+                  record(step);
                 },
             .stop =
                 [this, &stop, &exit_code](int64_t step) {
@@ -396,6 +484,7 @@ class TrainRun {
     checks_.print_final(model_, learner_.tokenizer.get());
     save(end);
     draw_curves();
+    write_page();
   }
 
  private:
@@ -415,6 +504,32 @@ class TrainRun {
                                  static_cast<double>(tokens_) / training_seconds()));
   }
 
+  // A snapshot for the page, at the recorder's steps; its time counts as checking.
+  void record(int64_t step) {
+    if (!recorder_) return;
+    const auto start = Clock::now();
+    if (recorder_->at_step(model_, step)) checking_ += seconds_since(start);
+  }
+
+  // The page's history with this part of the run's times and counts added.
+  training::PageHistory page_history() const {
+    training::PageHistory history = recorder_ ? recorder_->history() : training::PageHistory{};
+    history.training_seconds += training_seconds();
+    history.checking_seconds += checking_;
+    history.target_tokens += tokens_;
+    history.sequences += sequences_;
+    return history;
+  }
+
+  void write_page() const {
+    viz::RunPage page = run_page_of(o_.save, model_, kept_, losses_, rates_, page_history());
+    checks_.fill_page(page, model_, learner_.tokenizer.get(), names_);
+    const std::string path = beside(o_.save, ".html");
+    viz::write_run_page(page, path);
+    fmt::print("saved: {} (the run's page, {:.0f} kB: open it in a browser)\n", path,
+               static_cast<double>(std::filesystem::file_size(path)) / 1000.0);
+  }
+
   void check(int64_t step) {
     const auto start = Clock::now();
     if (const auto line = checks_.during(step, model_, learner_.tokenizer.get()))
@@ -426,6 +541,7 @@ class TrainRun {
   // program ended by the signal, so that scripts see the stop.
   int stopped(int64_t step, int signal_number) {
     save(now());
+    write_page();
     progress_.note(fmt::format(
         "stopped by {} after step {} of {}: saved {} and its training state {}; continue with: "
         "transformer train --resume {} --steps {}{}",
@@ -438,9 +554,10 @@ class TrainRun {
   // The checkpoint, then the training state of the steps done so far, as they stood at `at`.
   void save(const Snapshot& at) {
     save_model(o_.save, model_, learner_.tokenizer.get());
-    training::save_train_state(
-        state_path_, training::capture(model_, trainer_, at.batches, at.fresh, at.dropout, losses_,
-                                       rates_, kept_));
+    training::TrainState state = training::capture(model_, trainer_, at.batches, at.fresh,
+                                                   at.dropout, losses_, rates_, kept_);
+    state.page = page_history().to_json();
+    training::save_train_state(state_path_, state);
     if (!o_.log_losses.empty()) write_loss_log(o_.log_losses, losses_);
   }
 
@@ -473,6 +590,8 @@ class TrainRun {
   Clock::time_point start_;
   double checking_ = 0.0;  // seconds spent in the checks, which the speeds leave out
   Snapshot before_;
+  training::TokenNames names_;
+  std::optional<training::PageRecorder> recorder_;  // none with --snapshots 0
 };
 
 }  // namespace

@@ -18,14 +18,6 @@ namespace gf::training {
 
 namespace {
 
-// Whether output (without bos and eos, as greedy_decode gives it) is the target [bos, ...].
-bool decodes_to(const TokenIds& output, std::span<const int32_t> target, int32_t eos) {
-  const std::span<const int32_t> tokens = target.subspan(1);
-  if (!tokens.empty() && tokens.back() == eos)
-    return std::ranges::equal(output, tokens.first(tokens.size() - 1));
-  return output.size() >= tokens.size() && std::equal(tokens.begin(), tokens.end(), output.begin());
-}
-
 // Keeps one attention module's probabilities for a scope, and its own setting back afterwards.
 class RecordingScope {
  public:
@@ -134,6 +126,13 @@ TranslationScores score_translations(Transformer& model, const data::Tokenizer& 
   scores.exact =
       pairs.empty() ? 0.0 : static_cast<double>(same) / static_cast<double>(pairs.size());
   return scores;
+}
+
+bool decodes_to(const TokenIds& output, std::span<const int32_t> target, int32_t eos) {
+  const std::span<const int32_t> tokens = target.subspan(1);
+  if (!tokens.empty() && tokens.back() == eos)
+    return std::ranges::equal(output, tokens.first(tokens.size() - 1));
+  return output.size() >= tokens.size() && std::equal(tokens.begin(), tokens.end(), output.begin());
 }
 
 double exact_match(Transformer& model, std::span<const data::Pair> pairs) {

@@ -55,10 +55,12 @@ TranslationScores score_translations(Transformer& model, const data::Tokenizer& 
                                      std::span<const data::SentencePair> pairs,
                                      const DecodeSettings& settings = {});
 
-// The fraction of pairs whose greedy decoding reproduces the target. A target that ends in
-// eos must be produced token for token and then stop. One without eos (a pairs file may hold
-// such targets, data/pairs_file.h) never taught the model where to stop, so its tokens need
-// only come first, whatever follows.
+// Whether a greedy output (without bos and eos) is the target [bos, ..., eos]: token for token,
+// then the end. A target without eos (a pairs file may hold such targets, data/pairs_file.h)
+// never taught the model where to stop, so its tokens need only come first.
+bool decodes_to(const TokenIds& output, std::span<const int32_t> target, int32_t eos);
+
+// The fraction of pairs whose greedy decoding reproduces the target (decodes_to).
 double exact_match(Transformer& model, std::span<const data::Pair> pairs);
 
 // log P(tgt[1:] | src, teacher forcing) = sum over t of log P(tgt[t+1] | src, tgt[0..t]), in

@@ -118,6 +118,7 @@ void save_train_state(const std::string& path, const TrainState& state) {
   nn::set_metadata_bool(metadata, "batches.in_epoch", state.batches.in_epoch);
   for (const auto& [name, rng] : state.dropout) metadata[kDropoutPrefix + name] = rng_text(rng);
   for (const auto& [flag, value] : state.options) metadata[kOptionPrefix + flag] = value;
+  if (!state.page.empty()) metadata["history.page"] = state.page;
 
   nn::NamedTensors tensors;
   for (const auto& [name, tensor] : state.model) tensors.emplace_back(kModelPrefix + name, tensor);
@@ -150,6 +151,8 @@ TrainState load_train_state(const std::string& path) {
                                  parse_rng(metadata, key, path));
     else if (key.starts_with(kOptionPrefix))
       state.options[key.substr(std::strlen(kOptionPrefix))] = value;
+    else if (key == "history.page")
+      state.page = value;
   }
   state.losses = as_values(file.tensors, "history.loss", path);
   state.rates = as_values(file.tensors, "history.lr", path);

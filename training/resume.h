@@ -26,6 +26,8 @@
 //             "rng.dropout.<module>" each dropout layer's mask stream ("encoder.layers.0.dropout")
 //             "batches.next"         the index of the next batch in the epoch or the id file
 //             "batches.in_epoch"     text: "true" once an epoch has been drawn
+//             "history.page"         what the run's page shows of its past (training/run_page.h:
+//                                    attention snapshots, the dev metric, timings), as JSON
 //             "option.<flag>"        the options that fix the data, the optimizer and the
 //                                    schedule ("option.lr" = "0.5"); a resumed run keeps them
 // Every generator state is four 64-bit words in hexadecimal, separated by spaces.
@@ -54,6 +56,7 @@ struct TrainState {
   std::vector<float> losses, rates;  // one per completed step
   std::string weights;               // weights_digest() of model
   nn::Metadata options;              // the run's settings, by flag name without dashes
+  std::string page{};                // PageHistory::to_json(); empty when not recorded
 };
 
 // "runs/copy.safetensors" -> "runs/copy.train-state.safetensors".

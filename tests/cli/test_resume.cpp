@@ -26,6 +26,7 @@
 #include "nn/safetensors.h"
 #include "tests/support/program.h"
 #include "tests/support/temp_dir.h"
+#include "training/run_page.h"
 
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
@@ -158,6 +159,53 @@ TEST_CASE("train --resume continues the copy task bit for bit, dropout masks inc
     for (const auto& [name, tensor] : state.tensors) moments += name.starts_with("adam.m.");
     CHECK(moments == model.tensors.size());
   }
+
+  SECTION("the page's history covers both parts of the resumed run") {
+    const gf::nn::SafetensorsFile state =
+        gf::nn::load_safetensors(dir.file("split.train-state.safetensors"));
+    const gf::training::PageHistory history = gf::training::PageHistory::from_json(
+        state.metadata.at("history.page"), "split.train-state.safetensors");
+    // The first part (15 steps) recorded at 0, 1, 2, ... 15 of its own 25 snapshot steps; the
+    // second at the steps of a 40-step run past 15.
+    std::vector<int64_t> steps;
+    for (const auto& s : history.snapshots) steps.push_back(s.step);
+    CHECK(steps.front() == 0);
+    CHECK(steps.back() == 40);
+    CHECK(std::is_sorted(steps.begin(), steps.end()));
+    CHECK(std::adjacent_find(steps.begin(), steps.end()) == steps.end());
+    CHECK(std::count_if(steps.begin(), steps.end(), [](int64_t s) { return s > 15; }) > 0);
+    CHECK(std::count_if(steps.begin(), steps.end(), [](int64_t s) { return s < 15; }) > 0);
+    CHECK(history.metric_steps.size() == steps.size());
+    CHECK(history.sequences == 40 * 32);
+  }
+}
+
+// The page's snapshots and dev metric decode with dropout off and draw no random number the run
+// uses, so a run records them without changing a single loss or weight.
+TEST_CASE("recording the page's snapshots leaves the training unchanged", "[cli][resume]") {
+  TempDir dir;
+  for (const char* count : {"0", "7"}) {
+    const Run run =
+        transformer(words(kCopy + " --dropout 0.1 --steps 30") +
+                        Args{"--snapshots", count, "--save",
+                             dir.file(std::string("s") + count + ".safetensors"), "--log-losses",
+                             dir.file(std::string("s") + count + ".log")},
+                    dir);
+    INFO(run);
+    REQUIRE(run.status == 0);
+  }
+  CHECK(read_file(dir / "s0.log") == read_file(dir / "s7.log"));
+  CHECK(read_file(dir / "s0.safetensors") == read_file(dir / "s7.safetensors"));
+  const gf::training::PageHistory history = gf::training::PageHistory::from_json(
+      gf::nn::load_safetensors(dir.file("s7.train-state.safetensors")).metadata.at("history.page"),
+      "s7");
+  CHECK(history.snapshots.size() == 7);
+  CHECK(history.metric_values.size() == 7);
+  CHECK(gf::training::PageHistory::from_json(
+            gf::nn::load_safetensors(dir.file("s0.train-state.safetensors"))
+                .metadata.at("history.page"),
+            "s0")
+            .snapshots.empty());
 }
 
 TEST_CASE("train --resume continues a text task bit for bit, across epochs", "[cli][resume]") {

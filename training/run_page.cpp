@@ -1,0 +1,324 @@
+#include "training/run_page.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "autograd/errors.h"
+#include "autograd/graph.h"
+#include "data/batch.h"
+#include "data/bleu.h"
+#include "nn/module.h"
+#include "training/evaluate.h"
+
+namespace gf::training {
+
+namespace {
+
+// Every attention module of the model records its probabilities for a scope; each gets its
+// own setting back afterwards.
+class RecordingAll {
+ public:
+  explicit RecordingAll(Transformer& model) {
+    for (auto& layer : model.encoder.layers) keep(layer->self_attn);
+    for (auto& layer : model.decoder.layers) {
+      keep(layer->self_attn);
+      keep(layer->cross_attn);
+    }
+  }
+  ~RecordingAll() {
+    for (auto& [attention, was_recording] : saved_) attention->record_attention = was_recording;
+  }
+  RecordingAll(const RecordingAll&) = delete;
+  RecordingAll& operator=(const RecordingAll&) = delete;
+
+ private:
+  void keep(nn::MultiHeadAttention& attention) {
+    saved_.emplace_back(&attention, attention.record_attention);
+    attention.record_attention = true;
+  }
+  std::vector<std::pair<nn::MultiHeadAttention*, bool>> saved_;
+};
+
+// Each layer's [1, H, T, S] probabilities as [layer][head] -> the T x S values.
+viz::AttentionMaps::Matrices per_head(const std::vector<Tensor>& layers) {
+  viz::AttentionMaps::Matrices matrices;
+  for (const Tensor& probs : layers) {
+    const int64_t size = probs.dim(2) * probs.dim(3);
+    auto& heads = matrices.emplace_back();
+    for (int64_t h = 0; h < probs.dim(1); ++h)
+      heads.emplace_back(probs.data() + h * size, probs.data() + (h + 1) * size);
+  }
+  return matrices;
+}
+
+std::vector<std::string> named(std::span<const int32_t> ids, const TokenNames& names) {
+  std::vector<std::string> out;
+  out.reserve(ids.size());
+  for (int32_t id : ids) out.push_back(names(id));
+  return out;
+}
+
+std::string joined(std::span<const int32_t> ids, const TokenNames& names) {
+  return fmt::format("{}", fmt::join(named(ids, names), " "));
+}
+
+using nlohmann::json;
+
+// Attention weights are kept in thousandths, as the page shows them (viz/run_page.h): a
+// snapshot then takes a quarter of the room, and nothing a reader could see is lost.
+json in_thousandths(const viz::AttentionMaps::Matrices& matrices) {
+  json layers = json::array();
+  for (const auto& heads : matrices) {
+    json& layer = layers.emplace_back(json::array());
+    for (const std::vector<float>& matrix : heads) {
+      json& values = layer.emplace_back(json::array());
+      for (float w : matrix) values.push_back(std::lround(std::clamp(w, 0.0f, 1.0f) * 1000.0f));
+    }
+  }
+  return layers;
+}
+
+viz::AttentionMaps::Matrices from_thousandths(const json& layers) {
+  viz::AttentionMaps::Matrices matrices;
+  for (const json& layer : layers) {
+    auto& heads = matrices.emplace_back();
+    for (const json& values : layer) {
+      auto& matrix = heads.emplace_back();
+      for (const json& v : values) matrix.push_back(v.get<float>() / 1000.0f);
+    }
+  }
+  return matrices;
+}
+
+json snapshot_json(const viz::AttentionSnapshot& s) {
+  const viz::AttentionMaps& m = s.maps;
+  return {{"step", s.step},
+          {"source_tokens", m.source_tokens},
+          {"target_read", m.target_read},
+          {"target_next", m.target_next},
+          {"encoder", in_thousandths(m.encoder)},
+          {"decoder", in_thousandths(m.decoder)},
+          {"cross", in_thousandths(m.cross)}};
+}
+
+viz::AttentionSnapshot snapshot_of(const json& j) {
+  viz::AttentionSnapshot s;
+  s.step = j.at("step").get<int64_t>();
+  viz::AttentionMaps& m = s.maps;
+  j.at("source_tokens").get_to(m.source_tokens);
+  j.at("target_read").get_to(m.target_read);
+  j.at("target_next").get_to(m.target_next);
+  m.encoder = from_thousandths(j.at("encoder"));
+  m.decoder = from_thousandths(j.at("decoder"));
+  m.cross = from_thousandths(j.at("cross"));
+  return s;
+}
+
+std::string seconds_text(double seconds) {
+  return seconds < 120 ? fmt::format("{:.1f} s", seconds)
+                       : fmt::format("{:.0f} min {:.0f} s", std::floor(seconds / 60),
+                                     std::fmod(seconds, 60.0));
+}
+
+}  // namespace
+
+TokenNames token_names(const data::Tokenizer* tokenizer, const TransformerConfig& config) {
+  if (tokenizer)
+    return [tokenizer](int32_t id) {
+      return tokenizer->label(id);
+    };
+  return [config](int32_t id) -> std::string {
+    if (id == config.pad_id) return "<pad>";
+    if (id == config.bos_id) return "<s>";
+    if (id == config.eos_id) return "</s>";
+    if (id == data::kUnk) return "<unk>";
+    return std::to_string(id);
+  };
+}
+
+viz::AttentionMaps attention_maps(Transformer& model, std::span<const int32_t> src,
+                                  std::span<const int32_t> tgt, const TokenNames& names) {
+  if (tgt.size() < 2)
+    throw std::invalid_argument(fmt::format(
+        "attention maps: the target needs <s> and at least one more token, not {}", tgt.size()));
+  const std::span<const int32_t> read = tgt.first(tgt.size() - 1), next = tgt.subspan(1);
+  nn::EvalScope eval(model);
+  RecordingAll recording(model);
+  NoGrad no_grad;
+  model.forward(IndexTensor::from({1, std::ssize(src)}, {src.begin(), src.end()}),
+                IndexTensor::from({1, std::ssize(read)}, {read.begin(), read.end()}));
+  return {.source_tokens = named(src, names),
+          .target_read = named(read, names),
+          .target_next = named(next, names),
+          .encoder = per_head(model.attention(AttentionKind::EncoderSelf)),
+          .decoder = per_head(model.attention(AttentionKind::DecoderSelf)),
+          .cross = per_head(model.attention(AttentionKind::Cross))};
+}
+
+std::vector<int64_t> snapshot_steps(int64_t last_step, int64_t count) {
+  std::vector<int64_t> steps;
+  if (count < 1 || last_step < 0) return steps;
+  steps.push_back(0);
+  for (int64_t k = 1; k < count; ++k) {
+    const int64_t step = k * last_step / (count - 1);
+    if (step > steps.back()) steps.push_back(step);
+  }
+  return steps;
+}
+
+std::string PageHistory::to_json() const {
+  json snapshots_json = json::array();
+  for (const viz::AttentionSnapshot& s : snapshots) snapshots_json.push_back(snapshot_json(s));
+  return json{{"metric", metric},
+              {"metric_steps", metric_steps},
+              {"metric_values", metric_values},
+              {"snapshots", snapshots_json},
+              {"training_seconds", training_seconds},
+              {"checking_seconds", checking_seconds},
+              {"target_tokens", target_tokens},
+              {"sequences", sequences}}
+      .dump();
+}
+
+PageHistory PageHistory::from_json(const std::string& text, const std::string& source) {
+  try {
+    const json j = json::parse(text);
+    PageHistory h;
+    j.at("metric").get_to(h.metric);
+    j.at("metric_steps").get_to(h.metric_steps);
+    j.at("metric_values").get_to(h.metric_values);
+    for (const json& s : j.at("snapshots")) h.snapshots.push_back(snapshot_of(s));
+    j.at("training_seconds").get_to(h.training_seconds);
+    j.at("checking_seconds").get_to(h.checking_seconds);
+    j.at("target_tokens").get_to(h.target_tokens);
+    j.at("sequences").get_to(h.sequences);
+    if (h.metric_steps.size() != h.metric_values.size())
+      throw std::invalid_argument("metric_steps and metric_values differ in length");
+    return h;
+  } catch (const std::exception& e) {
+    throw FormatError(fmt::format("{}: metadata \"{}\" is not a page history: {}", source,
+                                  "history.page", e.what()));
+  }
+}
+
+PageRecorder::PageRecorder(data::Pair pair, TokenNames names, Metric metric, int64_t last_step,
+                           int64_t count, PageHistory history)
+    : pair_(std::move(pair)),
+      names_(std::move(names)),
+      metric_(std::move(metric)),
+      steps_(snapshot_steps(last_step, count)),
+      history_(std::move(history)) {
+  history_.metric = metric_.name;
+}
+
+bool PageRecorder::at_step(Transformer& model, int64_t step) {
+  if (!std::ranges::binary_search(steps_, step)) return false;
+  // A resumed run may reach a step its first part recorded already (it saved there).
+  if (!history_.snapshots.empty() && history_.snapshots.back().step >= step) return false;
+  history_.snapshots.push_back(
+      {.step = step, .maps = attention_maps(model, pair_.src, pair_.tgt, names_)});
+  history_.metric_steps.push_back(static_cast<double>(step));
+  history_.metric_values.push_back(metric_.score(model));
+  return true;
+}
+
+viz::Facts model_facts(const Transformer& model) {
+  const TransformerConfig& c = model.config;
+  return {{"parameters", fmt::format("{}", model.parameter_count())},
+          {"d_model", fmt::format("{}", c.d_model)},
+          {"d_ff", fmt::format("{}", c.d_ff)},
+          {"heads", fmt::format("{} of {} dimensions", c.heads, c.d_model / c.heads)},
+          {"layers", fmt::format("{} encoder, {} decoder", c.encoder_layers, c.decoder_layers)},
+          {"vocabulary", fmt::format("{}{}", c.vocab_size, c.tied ? ", embeddings tied" : "")},
+          {"normalisation", c.norm_first ? "pre-norm" : "post-norm (as in the paper)"},
+          {"max_len", fmt::format("{}", c.max_len)}};
+}
+
+std::vector<viz::Curve> training_curves(std::span<const float> losses, std::span<const float> rates,
+                                        const PageHistory& history) {
+  auto by_step = [](std::span<const float> values) {
+    viz::CurveSeries series;
+    for (size_t i = 0; i < values.size(); ++i) {
+      series.xs.push_back(static_cast<double>(i + 1));
+      series.ys.push_back(static_cast<double>(values[i]));
+    }
+    return series;
+  };
+  std::vector<viz::Curve> curves;
+  if (!losses.empty()) {
+    viz::CurveSeries loss = by_step(losses);
+    loss.name = "training loss";
+    curves.push_back({.title = "loss (label-smoothed cross-entropy, §5.4)",
+                      .y_label = "loss",
+                      .log_y = true,
+                      .series = {loss}});
+  }
+  if (!rates.empty()) {
+    viz::CurveSeries rate = by_step(rates);
+    rate.name = "learning rate";
+    curves.push_back({.title = "learning rate (§5.3)", .y_label = "rate", .series = {rate}});
+  }
+  if (!history.metric_steps.empty())
+    curves.push_back(
+        {.title = history.metric,
+         .y_label = history.metric.substr(0, history.metric.find(',')),
+         .series = {
+             {.name = history.metric, .xs = history.metric_steps, .ys = history.metric_values}}});
+  return curves;
+}
+
+viz::Facts timing_facts(const PageHistory& history, int64_t steps) {
+  const double seconds = history.training_seconds;
+  if (seconds <= 0.0 || steps <= 0) return {};
+  return {{"training", seconds_text(seconds)},
+          {"per step", fmt::format("{:.1f} ms", 1000.0 * seconds / static_cast<double>(steps))},
+          {"target tokens per second",
+           fmt::format("{:.0f}", static_cast<double>(history.target_tokens) / seconds)},
+          {"sequences per second",
+           fmt::format("{:.0f}", static_cast<double>(history.sequences) / seconds)},
+          {"checks and snapshots", seconds_text(history.checking_seconds)}};
+}
+
+std::vector<viz::Sample> translation_samples(Transformer& model, const data::Tokenizer& tokenizer,
+                                             std::span<const data::SentencePair> pairs) {
+  const TranslationScores scores = score_translations(model, tokenizer, pairs);
+  std::vector<viz::Sample> samples;
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    const std::string& output = scores.hypotheses[i];
+    // chrF rather than BLEU for one sentence: sentence BLEU is 0 whenever no 4-gram matches,
+    // which is most short sentences (data/bleu.h).
+    const double chrf = data::corpus_chrf(std::span<const std::string>(&output, 1),
+                                          std::span<const std::string>(&pairs[i].target, 1))
+                            .score;
+    samples.push_back(
+        {.source = pairs[i].source, .reference = pairs[i].target, .output = output, .score = chrf});
+  }
+  return samples;
+}
+
+std::vector<viz::Sample> sequence_samples(Transformer& model, std::span<const data::Pair> pairs,
+                                          const TokenNames& names) {
+  std::vector<std::vector<int32_t>> sources;
+  for (const data::Pair& p : pairs) sources.push_back(p.src);
+  const std::vector<TokenIds> outputs = decode_corpus(model, sources, {.by_length = false});
+  std::vector<viz::Sample> samples;
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    const data::Pair& p = pairs[i];
+    const bool exact = decodes_to(outputs[i], p.tgt, model.config.eos_id);
+    // The reference as the output is written: without bos and the final eos.
+    std::span<const int32_t> reference = std::span<const int32_t>(p.tgt).subspan(1);
+    if (!reference.empty() && reference.back() == model.config.eos_id)
+      reference = reference.first(reference.size() - 1);
+    samples.push_back({.source = joined(p.src, names),
+                       .reference = joined(reference, names),
+                       .output = joined(outputs[i], names),
+                       .score = exact ? 1.0 : 0.0});
+  }
+  return samples;
+}
+
+}  // namespace gf::training
