@@ -209,7 +209,7 @@ function tickLabel(value, step) {
 // ---- Curves ---------------------------------------------------------------------------------
 
 const CHART_HEIGHT = 250;
-const CHART_MARGIN = { left: 56, right: 14, top: 8, bottom: 38 };
+const CHART_MARGIN = { right: 14, top: 8, bottom: 38 };  // left: from the widest tick label
 
 // The points a series can draw: finite, and positive on a log axis. A point it cannot draw
 // breaks the line there.
@@ -233,13 +233,15 @@ function curveScales(curve, seriesPoints, width) {
   } else {
     yAxis = linearTicks(Math.min(...ys), Math.max(...ys), 5);
   }
-  const plotWidth = width - CHART_MARGIN.left - CHART_MARGIN.right;
+  // Room for the y axis's title (18 pixels) and its widest tick label.
+  const left = 26 + Math.ceil(Math.max(...yAxis.ticks.map((t) => textWidth(tickLabel(t, yAxis.step), 11))));
+  const plotWidth = width - left - CHART_MARGIN.right;
   const plotHeight = CHART_HEIGHT - CHART_MARGIN.top - CHART_MARGIN.bottom;
   const yValue = curve.log_y ? Math.log10 : (v) => v;
-  const x = (v) => CHART_MARGIN.left + ((v - xTicks.lo) / (xTicks.hi - xTicks.lo || 1)) * plotWidth;
+  const x = (v) => left + ((v - xTicks.lo) / (xTicks.hi - xTicks.lo || 1)) * plotWidth;
   const y = (v) => CHART_MARGIN.top + plotHeight -
     ((yValue(v) - yValue(yAxis.lo)) / (yValue(yAxis.hi) - yValue(yAxis.lo) || 1)) * plotHeight;
-  return { x, y, xTicks, yAxis, plotWidth, plotHeight };
+  return { x, y, xTicks, yAxis, left, plotWidth, plotHeight };
 }
 
 function drawAxes(chart, curve, scales, width) {
@@ -247,17 +249,17 @@ function drawAxes(chart, curve, scales, width) {
   const bottom = CHART_MARGIN.top + scales.plotHeight;
   const right = width - CHART_MARGIN.right;
   for (const t of yAxis.ticks) {
-    chart.append(svg("line", { class: "grid", x1: CHART_MARGIN.left, x2: right, y1: y(t), y2: y(t) }));
-    chart.append(svg("text", { x: CHART_MARGIN.left - 6, y: y(t) + 4, "text-anchor": "end",
+    chart.append(svg("line", { class: "grid", x1: scales.left, x2: right, y1: y(t), y2: y(t) }));
+    chart.append(svg("text", { x: scales.left - 6, y: y(t) + 4, "text-anchor": "end",
       text: tickLabel(t, yAxis.step) }));
   }
   for (const t of xTicks.ticks) {
     chart.append(svg("line", { class: "grid", x1: x(t), x2: x(t), y1: CHART_MARGIN.top, y2: bottom }));
     chart.append(svg("text", { x: x(t), y: bottom + 15, "text-anchor": "middle", text: tickLabel(t, xTicks.step) }));
   }
-  chart.append(svg("line", { class: "axis", x1: CHART_MARGIN.left, x2: right, y1: bottom, y2: bottom }));
-  chart.append(svg("line", { class: "axis", x1: CHART_MARGIN.left, x2: CHART_MARGIN.left, y1: CHART_MARGIN.top, y2: bottom }));
-  chart.append(svg("text", { class: "axis-label", x: CHART_MARGIN.left + scales.plotWidth / 2,
+  chart.append(svg("line", { class: "axis", x1: scales.left, x2: right, y1: bottom, y2: bottom }));
+  chart.append(svg("line", { class: "axis", x1: scales.left, x2: scales.left, y1: CHART_MARGIN.top, y2: bottom }));
+  chart.append(svg("text", { class: "axis-label", x: scales.left + scales.plotWidth / 2,
     y: CHART_HEIGHT - 4, "text-anchor": "middle", text: curve.x_label }));
   const yLabel = curve.y_label + (curve.log_y ? " (log scale)" : "");
   chart.append(svg("text", { class: "axis-label", "text-anchor": "middle",
@@ -494,7 +496,6 @@ function matrixLabels(matrix, layout) {
     label.append(svg("title", { text: token }));
     group.append(label);
   });
-  group.append(svg("text", { class: "axis-title", x: 2, y: 12, text: "queries ↓  keys →" }));
   return group;
 }
 
@@ -530,15 +531,24 @@ function addMatrixHover(target, matrix) {
       event.clientX, event.clientY);
     setActive(".row-label", i);
     setActive(".column-label", j);
+    target.querySelector("rect.cell.highlight")?.classList.remove("highlight");
+    cell.classList.add("highlight");
   };
   target.onmouseleave = () => {
     hideTooltip();
+    target.querySelector("rect.cell.highlight")?.classList.remove("highlight");
     setActive(".row-label", null);
     setActive(".column-label", null);
   };
 }
 
-function drawMatrix(target, matrix, maxSide = 380) {
+// The room a matrix may take: more on a wide screen, where long sentences then keep readable
+// cells.
+function matrixRoom() {
+  return clamp(Math.floor(document.getElementById("attention").clientWidth * 0.28), 300, 520);
+}
+
+function drawMatrix(target, matrix, maxSide) {
   clear(target);
   const layout = matrixLayout(matrix, maxSide);
   setAttributes(target, { width: layout.width, height: layout.height,
@@ -557,7 +567,7 @@ function linesLayout(rowTokens, columnTokens) {
   const rowHeight = clamp(Math.floor(420 / Math.max(rowTokens.length, columnTokens.length, 1)), 14, 22);
   const leftWidth = Math.ceil(widest(rowTokens)) + 12;
   const rightWidth = Math.ceil(widest(columnTokens)) + 12;
-  const gap = 150;
+  const gap = 180;
   return { rowHeight, leftWidth, rightWidth, gap, top: 20,
     width: leftWidth + gap + rightWidth,
     height: 20 + Math.max(rowTokens.length, columnTokens.length) * rowHeight + 4 };
@@ -737,10 +747,11 @@ function drawExplorer(redrawOverview) {
   if (RUN.attention.length === 0) return;
   const maps = currentExample();
   clampSelection(maps);
+  document.getElementById("example").value = String(state.example);
   fillSelectors(maps, ...["kind", "layer", "head"].map((id) => document.getElementById(id)));
   document.getElementById("kind-explain").textContent = kindOf(state.kind).explain;
   const matrix = matrixOf(maps, state.kind, state.layer, state.head);
-  drawMatrix(document.getElementById("matrix"), matrix);
+  drawMatrix(document.getElementById("matrix"), matrix, matrixRoom());
   const heads = maps[state.kind][state.layer].map((weights, head) => ({ head, weights }));
   drawLines(document.getElementById("lines"), heads, matrix.rowTokens, matrix.columnTokens);
   drawHeadToggles(heads.length);
@@ -823,7 +834,7 @@ function drawSnapshot() {
   document.getElementById("snapshot-step").textContent = `step ${snapshot.step}`;
   document.getElementById("snapshot-slider").value = String(state.snapshot);
   const matrix = matrixOf(snapshot, state.kind, state.layer, state.head);
-  drawMatrix(document.getElementById("snapshot-matrix"), matrix, 340);
+  drawMatrix(document.getElementById("snapshot-matrix"), matrix, matrixRoom());
   drawLines(document.getElementById("snapshot-lines"), [{ head: state.head, weights: matrix.weights }],
     matrix.rowTokens, matrix.columnTokens);
   drawSharpness(document.getElementById("snapshot-sharpness"), state.snapshot);
@@ -893,6 +904,7 @@ window.addEventListener("resize", () => {
   resizeTimer = setTimeout(() => {
     drawCurves();
     if (RUN.attention.length > 0) drawExplorer(true);
+    drawSnapshot();
   }, 150);
 });
 
