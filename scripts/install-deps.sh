@@ -14,6 +14,7 @@ packages=(
   clang-format                # the formatting check
   clang-tidy                  # the function-size check (scripts/check-function-size.sh)
   clang libclang-rt-14-dev    # fuzzing: clang++ and libFuzzer (libclang_rt.fuzzer)
+  chromium                    # the run page's browser test (tests/browser/check_run_page.py)
 )
 
 missing=()

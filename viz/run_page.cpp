@@ -211,8 +211,8 @@ std::string run_page_json(const RunPage& page) {
       {"snapshots", snapshots_json(page.snapshots)},
   };
   // A token cut inside a UTF-8 sequence (a byte-level tokenizer's piece) is shown as U+FFFD
-  // instead of making the whole page fail.
-  return json.dump(-1, ' ', false, Json::error_handler_t::replace);
+  // instead of making the whole page fail. The text is ready to inline in a <script>.
+  return escape_for_script(json.dump(-1, ' ', false, Json::error_handler_t::replace));
 }
 
 std::string run_page_html(const RunPage& page) {
@@ -220,7 +220,7 @@ std::string run_page_html(const RunPage& page) {
   // each is found before any inserted text, so a token that reads "@@TITLE@@" stays a token.
   std::string html(page::kRunPageHtml);
   fill(html, "@@SCRIPT@@", page::kRunPageJs);
-  fill(html, "@@RUN_DATA@@", escape_for_script(run_page_json(page)));
+  fill(html, "@@RUN_DATA@@", run_page_json(page));
   fill(html, "@@STYLE@@", page::kRunPageCss);
   fill(html, "@@TITLE@@", escape_html(page.title.empty() ? "training run" : page.title));
   return html;

@@ -20,9 +20,10 @@ It reads what to expect from the page's own inlined JSON (<script id="run-data">
   - the overview has a panel per layer and head, and clicking one selects it;
   - the snapshot slider redraws the matrix (its colours differ from first to last step).
 
-Run it on any page, for example one from the demo run:
-    build/bin/transformer train ... --page runs/copy.html     (see docs/run-page.md)
-    python3 tests/browser/check_run_page.py runs/copy.html --screenshot /tmp/page.png
+Run it on any page that viz::write_run_page wrote (a training run's, say):
+    python3 tests/browser/check_run_page.py runs/copy.html
+    python3 tests/browser/check_run_page.py runs/copy.html --screenshot /tmp/page.png \
+        --full-page --width 1920 --height 1080
 
 Exit status: 0 when every check passes, 1 on the first failure (with a message saying
 what), 77 when chromium is not installed (the status CTest reads as "skipped") unless
