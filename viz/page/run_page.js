@@ -456,12 +456,14 @@ const LABEL_SIZE = 12;
 function matrixLayout(matrix, maxSide) {
   const rows = matrix.rowTokens.length, columns = matrix.columnTokens.length;
   const cell = clamp(Math.floor(maxSide / Math.max(rows, columns, 1)), 8, 30);
-  const fontSize = cell < 13 ? 10 : LABEL_SIZE;
+  const fontSize = clamp(cell, 9, LABEL_SIZE);
   const widest = (tokens) => Math.max(0, ...tokens.map((t) => textWidth(shortLabel(t), fontSize)));
   const left = Math.ceil(widest(matrix.rowTokens)) + 24;
-  // Column labels are turned 60 degrees, so they need less height than their width.
-  const top = Math.ceil(widest(matrix.columnTokens) * 0.87) + 22;
-  return { rows, columns, cell, fontSize, left, top,
+  // Column labels are turned 60 degrees, or upright where the cells are too narrow for that;
+  // turned, they need less height than their width.
+  const angle = cell < 16 ? 90 : 60;
+  const top = Math.ceil(widest(matrix.columnTokens) * Math.sin((angle * Math.PI) / 180)) + 22;
+  return { rows, columns, cell, fontSize, left, top, angle,
     width: left + columns * cell + 56, height: top + rows * cell + 8 };
 }
 
@@ -491,7 +493,7 @@ function matrixLabels(matrix, layout) {
   matrix.columnTokens.forEach((token, j) => {
     const x = layout.left + (j + 0.5) * layout.cell + layout.fontSize * 0.35;
     const label = svg("text", { class: "label column-label", "data-index": j, "data-token": token,
-      transform: `translate(${x} ${layout.top - 6}) rotate(-60)`, "font-size": layout.fontSize,
+      transform: `translate(${x} ${layout.top - 6}) rotate(-${layout.angle})`, "font-size": layout.fontSize,
       text: shortLabel(token) });
     label.append(svg("title", { text: token }));
     group.append(label);
@@ -542,10 +544,17 @@ function addMatrixHover(target, matrix) {
   };
 }
 
+// The width inside a section, read at the start and after a resize only: reading a width
+// makes the browser lay the page out, which at every redraw would cost more than the drawing.
+let sectionWidth = 1300;
+function measureSectionWidth() {
+  sectionWidth = document.querySelector("#attention > h2").clientWidth;
+}
+
 // The room a matrix may take: more on a wide screen, where long sentences then keep readable
 // cells.
 function matrixRoom() {
-  return clamp(Math.floor(document.getElementById("attention").clientWidth * 0.28), 300, 520);
+  return clamp(Math.floor(sectionWidth * 0.28), 300, 520);
 }
 
 function drawMatrix(target, matrix, maxSide) {
@@ -556,6 +565,7 @@ function drawMatrix(target, matrix, maxSide) {
   target.append(matrixLabels(matrix, layout), matrixCells(matrix, layout),
     colourBar(layout.left + layout.columns * layout.cell + 12, layout.top, layout.rows * layout.cell));
   addMatrixHover(target, matrix);
+  return layout;
 }
 
 // ---- Attention: the lines view -------------------------------------------------------------
@@ -634,6 +644,7 @@ function drawLines(target, heads, rowTokens, columnTokens) {
   rowTokens.forEach((token, i) => target.append(lineToken(token, i, "query", layout)));
   columnTokens.forEach((token, j) => target.append(lineToken(token, j, "key", layout)));
   addTokenFocus(target);
+  return layout;
 }
 
 // ---- Attention: head toggles and the overview -----------------------------------------------
@@ -698,12 +709,13 @@ function matrixCanvas(matrix, side) {
   return canvas;
 }
 
-function drawOverview(maps) {
+// width: the room beside the matrix and the lines, or below them when there is too little.
+function drawOverview(maps, width) {
   const container = document.getElementById("overview");
   clear(container);
   const layers = maps[state.kind];
   const headCount = Math.max(...layers.map((heads) => heads.length));
-  const available = Math.max(300, container.clientWidth) - 70;
+  const available = (width < 340 ? sectionWidth : width) - 70;  // 70: the row titles
   const side = clamp(Math.floor(available / headCount) - 10, 48, 110);
   container.style.gridTemplateColumns = `auto repeat(${headCount}, ${side + 8}px)`;
   container.append(html("span"));
@@ -751,13 +763,19 @@ function drawExplorer(redrawOverview) {
   fillSelectors(maps, ...["kind", "layer", "head"].map((id) => document.getElementById(id)));
   document.getElementById("kind-explain").textContent = kindOf(state.kind).explain;
   const matrix = matrixOf(maps, state.kind, state.layer, state.head);
-  drawMatrix(document.getElementById("matrix"), matrix, matrixRoom());
+  const matrixBox = drawMatrix(document.getElementById("matrix"), matrix, matrixRoom());
   const heads = maps[state.kind][state.layer].map((weights, head) => ({ head, weights }));
-  drawLines(document.getElementById("lines"), heads, matrix.rowTokens, matrix.columnTokens);
+  const linesBox = drawLines(document.getElementById("lines"), heads, matrix.rowTokens, matrix.columnTokens);
   drawHeadToggles(heads.length);
   showHeadLines();
-  if (redrawOverview) drawOverview(maps);
-  else markSelectedPanel();
+  if (redrawOverview) {
+    // What the two views take, estimated rather than measured (see sectionWidth): each is as
+    // wide as its drawing or its caption (or chips: about 85 pixels a head), 28-pixel gaps.
+    const taken = Math.max(matrixBox.width, 300) + Math.max(linesBox.width, 85 * heads.length + 70) + 2 * 28;
+    drawOverview(maps, sectionWidth - taken - 20);
+  } else {
+    markSelectedPanel();
+  }
 }
 
 // Changes the selection and redraws what depends on it. The overview changes only with the
@@ -902,6 +920,7 @@ let resizeTimer = null;
 window.addEventListener("resize", () => {
   clearTimeout(resizeTimer);
   resizeTimer = setTimeout(() => {
+    measureSectionWidth();
     drawCurves();
     if (RUN.attention.length > 0) drawExplorer(true);
     drawSnapshot();
@@ -909,6 +928,7 @@ window.addEventListener("resize", () => {
 });
 
 document.addEventListener("DOMContentLoaded", () => {
+  measureSectionWidth();
   for (const [name, draw] of [["header", drawHeader], ["facts", drawFacts], ["curves", drawCurves],
     ["samples", drawSamples], ["explorer", setUpExplorer], ["snapshots", setUpSnapshots]]) {
     draw();
