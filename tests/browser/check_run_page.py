@@ -55,7 +55,9 @@ class CheckFailed(Exception):
 
 def find_chromium(explicit):
     """The browser to run: --chromium, $CHROMIUM, or chromium (Debian) on the PATH."""
-    for candidate in (explicit, os.environ.get("CHROMIUM"), "chromium", "chromium-browser"):
+    if explicit:  # asked for by name: that one or none
+        return shutil.which(explicit)
+    for candidate in (os.environ.get("CHROMIUM"), "chromium", "chromium-browser"):
         if candidate and shutil.which(candidate):
             return shutil.which(candidate)
     return None
@@ -477,11 +479,15 @@ def run_checks(browser, page, args):
     started = time.monotonic()
     browser.open_page(url, args.width, args.height)
     print(f"opened {url} at {args.width} x {args.height} in {time.monotonic() - started:.2f} s")
-    load_ms = check_load_time(browser)
-    run = browser.evaluate('JSON.parse(document.getElementById("run-data").textContent)')
-    check(run.get("format") == "gradformer-run-page/1", f"unknown data format {run.get('format')!r}")
+    try:
+        load_ms = check_load_time(browser)
+    except CheckFailed:
+        check_no_errors(browser, url)  # an exception that stopped the drawing says more
+        raise
     check_no_errors(browser, url)
     report("no error and no request while loading")
+    run = browser.evaluate('JSON.parse(document.getElementById("run-data").textContent)')
+    check(run.get("format") == "gradformer-run-page/1", f"unknown data format {run.get('format')!r}")
     if args.screenshot:
         # Before the checks click around, so that it shows the page as it opens.
         browser.screenshot(args.screenshot, args.full_page)
