@@ -14,7 +14,7 @@ packages=(
   clang-format                # the formatting check
   clang-tidy                  # the function-size check (scripts/check-function-size.sh)
   clang libclang-rt-14-dev    # fuzzing: clang++ and libFuzzer (libclang_rt.fuzzer)
-  python3                     # the browser tests' driver (tests/browser/), the scripts
+  chromium python3            # the run pages' browser tests (tests/browser/check_run_page.py)
 )
 
 missing=()
