@@ -70,13 +70,18 @@ viz::RunPage run_page_of(const std::string& checkpoint, const Transformer& model
   page.subtitle = task == options.end()
                       ? "a checkpoint without its training state"
                       : fmt::format("{} task, {} steps", task->second, losses.size());
+  // Each kind of task has its own data flags: those of the other kinds keep their defaults in
+  // the options and would only mislead here.
+  const bool text =
+      task != options.end() && (task->second == "translate" || task->second == "toy-translation");
   page.configuration = training::model_facts(model);
-  for (auto& fact :
-       option_facts(options, {"optimizer", "schedule", "lr", "warmup", "batch", "batch-tokens",
-                              "label-smoothing", "dropout", "clip", "seed"}))
+  for (auto& fact : option_facts(
+           options, {"optimizer", "schedule", "lr", "warmup", text ? "batch-tokens" : "batch",
+                     "label-smoothing", "dropout", "clip", "seed"}))
     page.configuration.push_back(std::move(fact));
-  page.data = option_facts(options, {"task", "pairs", "data", "dev", "split", "tokenizer",
-                                     "vocab-size", "min-length", "length"});
+  page.data =
+      text ? option_facts(options, {"task", "data", "dev", "split", "tokenizer", "vocab-size"})
+           : option_facts(options, {"task", "pairs", "min-length", "length"});
   page.curves = training::training_curves(losses, rates, history);
   page.timings = training::timing_facts(history, std::ssize(losses));
   page.snapshots = history.snapshots;
