@@ -4,8 +4,9 @@
 // do? The program plots the warm-up schedule, shows teacher forcing on one example, trains a
 // small Transformer to copy its input with Adam, warm-up, dropout and label smoothing, decodes
 // greedily with a loop written out and checked against the library, watches the
-// cross-attention turn into the diagonal, draws every attention map of the trained model, and
-// trains the same model again without label smoothing to measure what smoothing changes.
+// cross-attention turn into the diagonal, draws every attention map of the trained model,
+// trains the same model again without label smoothing to measure what smoothing changes, and
+// writes the main run's page: one HTML file to open in a browser.
 // README.md is the text that walks through this file. Every claim is checked; a failed check
 // makes the program exit with 1.
 //
@@ -19,6 +20,7 @@
 #include <cmath>
 #include <cstdint>
 #include <exception>
+#include <filesystem>
 #include <functional>
 #include <limits>
 #include <map>
@@ -41,10 +43,12 @@
 #include "nn/optim.h"
 #include "training/evaluate.h"
 #include "training/loop.h"
+#include "training/run_page.h"
 #include "training/trainer.h"
 #include "viz/heatmap.h"
 #include "viz/line_plot.h"
 #include "viz/png.h"
+#include "viz/run_page.h"
 
 using namespace gf;
 using namespace gf::lessons;
@@ -91,7 +95,9 @@ struct HeldOut {
   data::Batch batch;
 };
 
-// Token names, for the printed sequences and the axes of the pictures (defined at the end).
+// Token names, for the printed sequences, the axes of the pictures and the run's page (defined
+// at the end).
+std::string token_name(int32_t id);
 std::vector<std::string> names_of(const int32_t* ids, int64_t n);
 std::vector<std::string> row_names(const IndexTensor& ids, int64_t b);  // row b of ids [B, L]
 std::string joined(const std::vector<std::string>& names);
@@ -262,6 +268,8 @@ struct Eval {
   double exact = 0.0;            // free running: the whole sequence right
   std::vector<double> diagonal;  // per decoder layer, the cross-attention diagonal mass
   std::vector<Tensor> cross;     // per decoder layer, cross-attention of held-out row 0
+  viz::AttentionMaps maps;       // every attention map of held-out pair 0: the page's snapshots
+  double seconds = 0.0;          // what this evaluation took, which the page's speeds leave out
 };
 
 struct Run {
@@ -327,8 +335,12 @@ Run train(const Setup& setup, float smoothing, uint64_t seed, const HeldOut& hel
   return run;
 }
 
+// Free running: every held-out row decoded greedily, compared with its target (below).
+void free_running(Transformer& model, const HeldOut& held_out, int64_t tokens, Eval& e);
+
 // Measures the model on the held-out set, in eval mode (no dropout), then restores training.
 Eval evaluate(Transformer& model, const HeldOut& held_out, int64_t step) {
+  const auto start = std::chrono::steady_clock::now();
   model.eval();
   NoGrad no_grad;
   Eval e;
@@ -382,10 +394,21 @@ Eval evaluate(Transformer& model, const HeldOut& held_out, int64_t step) {
         avg[static_cast<size_t>(i)] += p.data()[h * t_len * s_len + i] / static_cast<float>(heads);
     e.cross.push_back(Tensor::from({t_len, s_len}, avg));
   }
+  // Every layer and head of all three kinds, kept so that the run's page (section 8) can show
+  // held-out pair 0's attention as it stood at each evaluation.
+  const data::Pair& first = held_out.pairs.front();
+  e.maps = training::attention_maps(model, first.src, first.tgt, token_name);
 
-  // Free running: the model reads its own outputs, all rows decoded greedily as one batch. The
-  // generated sequence (with the </s> that stopped it) is compared with tgt_out position by
-  // position.
+  free_running(model, held_out, tokens, e);
+  model.train();
+  e.seconds = seconds_since(start);
+  return e;
+}
+
+// The model reads its own outputs, all rows decoded greedily as one batch. The generated
+// sequence (with the </s> that stopped it) is compared with tgt_out position by position.
+void free_running(Transformer& model, const HeldOut& held_out, int64_t tokens, Eval& e) {
+  const int64_t rows = std::ssize(held_out.pairs);
   std::vector<std::vector<int32_t>> sources;
   for (const data::Pair& p : held_out.pairs) sources.push_back(p.src);
   const std::vector<TokenIds> outputs =
@@ -401,8 +424,6 @@ Eval evaluate(Transformer& model, const HeldOut& held_out, int64_t step) {
   }
   e.free_accuracy = static_cast<double>(free_right) / static_cast<double>(tokens);
   e.exact = static_cast<double>(exact) / static_cast<double>(rows);
-  model.train();
-  return e;
 }
 
 void print_evals(const Run& run) {
@@ -820,6 +841,124 @@ void draw_smoothing_curves(const std::vector<Run>& runs,
   fmt::print("\n  wrote {}\n\n", path);
 }
 
+// ---- 8. The run's page ----
+
+// The main run as one HTML page that opens offline (viz/run_page.h): its settings, curves and
+// timings, greedy decodes of held-out sequences, the attention of three of them, and the
+// evaluations' maps of held-out pair 0 as snapshots, which show the diagonal forming.
+viz::RunPage copy_run_page(const Setup& setup, uint64_t seed, const Run& run, Transformer& model,
+                           const HeldOut& held_out) {
+  const auto steps = std::ssize(run.losses);
+  viz::RunPage page{.title = "lesson 08: the copy task",
+                    .subtitle = fmt::format("{} steps of {} sequences, label smoothing {}", steps,
+                                            setup.batch, run.smoothing),
+                    .configuration = training::model_facts(model)};
+  const viz::Facts settings = {
+      {"optimizer", "Adam, beta1 0.9, beta2 0.98, eps 1e-9"},
+      {"learning rate", fmt::format("eq. 3 x {}, {} warm-up steps", setup.factor, setup.warmup)},
+      {"batch", fmt::format("{} sequences", setup.batch)},
+      {"label smoothing", fmt::format("{}", run.smoothing)},
+      {"dropout", fmt::format("{}", setup.model.dropout)},
+      {"seed", fmt::format("{}", seed)}};
+  page.configuration.insert(page.configuration.end(), settings.begin(), settings.end());
+  const int64_t letters = setup.task.max_len;  // every sequence has as many (min_len == max_len)
+  page.data = {{"task", "copy: the target is the source"},
+               {"a sequence", fmt::format("{} of the letters a..g, then </s>", letters)},
+               {"training sequences", fmt::format("fresh ones, {} a step", setup.batch)},
+               {"held-out sequences", fmt::format("{}, never trained on", setup.held_out)}};
+  for (const data::Pair& p : std::span(held_out.pairs).first(3))
+    page.data_examples.emplace_back(joined(names_of(p.src.data(), std::ssize(p.src))),
+                                    joined(names_of(p.tgt.data(), std::ssize(p.tgt))));
+
+  // The evaluations are the dev metric's points and the snapshots; their time is checking.
+  training::PageHistory history{
+      .metric = fmt::format("% exact, greedy, {} held-out sequences", setup.held_out)};
+  for (const Eval& e : run.evals) {
+    history.metric_steps.push_back(static_cast<double>(e.step));
+    history.metric_values.push_back(100 * e.exact);
+    history.snapshots.push_back({.step = e.step, .maps = e.maps});
+    history.checking_seconds += e.seconds;
+  }
+  history.training_seconds = run.seconds - history.checking_seconds;
+  history.sequences = steps * setup.batch;
+  history.target_tokens = history.sequences * (letters + 1);  // the letters and </s>
+  page.curves = training::training_curves(run.losses, run.rates, history);
+  page.timings = training::timing_facts(history, steps);
+  page.snapshots = std::move(history.snapshots);
+
+  page.samples = training::sequence_samples(model, std::span(held_out.pairs).first(8), token_name);
+  page.sample_metric = "exact (1: every token right)";
+  for (size_t i = 0; i < 3; ++i) {
+    const data::Pair& p = held_out.pairs[i];
+    page.attention.push_back({.label = fmt::format("held-out sequence {}", i),
+                              .maps = training::attention_maps(model, p.src, p.tgt, token_name)});
+  }
+  return page;
+}
+
+// The head of any decoder layer whose cross-attention puts the most weight on the diagonal:
+// row t of a map predicts tgt_out[t] = src[t], so its aligned key is source position t.
+struct MostDiagonal {
+  double mass = 0.0;  // the weight on the diagonal, averaged over the rows
+  size_t layer = 0, head = 0;
+};
+
+MostDiagonal most_diagonal(const viz::AttentionMaps& maps) {
+  const size_t rows = maps.target_next.size(), cols = maps.source_tokens.size();
+  MostDiagonal best;
+  for (size_t l = 0; l < maps.cross.size(); ++l)
+    for (size_t h = 0; h < maps.cross[l].size(); ++h) {
+      double mass = 0.0;
+      for (size_t t = 0; t < std::min(rows, cols); ++t) mass += maps.cross[l][h][t * cols + t];
+      mass /= static_cast<double>(rows);
+      if (mass > best.mass) best = {.mass = mass, .layer = l, .head = h};
+    }
+  return best;
+}
+
+void the_runs_page(const Setup& setup, uint64_t seed, const Run& run, Transformer& model,
+                   const HeldOut& held_out, const std::string& out_dir, Checks& check) {
+  banner("8. The run's page");
+  const viz::RunPage page = copy_run_page(setup, seed, run, model, held_out);
+  const std::string path = out_dir + "/08_training/run.html";
+  viz::write_run_page(page, path);
+  const bool written = std::filesystem::exists(path) && std::filesystem::file_size(path) > 0;
+  fmt::print("  wrote {} ({:.0f} kB): open it in a browser\n\n", path,
+             written ? static_cast<double>(std::filesystem::file_size(path)) / 1000.0 : 0.0);
+  check(written, fmt::format("the run's page is written to {}", path));
+
+  bool same_steps = page.snapshots.size() == run.evals.size();
+  for (size_t i = 0; same_steps && i < run.evals.size(); ++i)
+    same_steps = page.snapshots[i].step == run.evals[i].step;
+  check(
+      same_steps && page.snapshots.back().step == std::ssize(run.losses),
+      fmt::format("it holds {} attention snapshots of held-out sequence 0, one per evaluation, "
+                  "from step {} to step {}",
+                  page.snapshots.size(), page.snapshots.front().step, page.snapshots.back().step));
+
+  const MostDiagonal before = most_diagonal(page.snapshots.front().maps);
+  const MostDiagonal after = most_diagonal(page.snapshots.back().maps);
+  const double uniform =
+      1.0 / static_cast<double>(page.snapshots.front().maps.source_tokens.size());
+  check(
+      before.mass < 2 * uniform && after.mass > 0.5,
+      fmt::format("the slider shows the diagonal forming: at step 0 no cross-attention head puts "
+                  "more than {:.3f} on it (uniform: {:.3f}); at step {} decoder layer {}, head {} "
+                  "puts {:.3f}",
+                  before.mass, uniform, page.snapshots.back().step, after.layer, after.head + 1,
+                  after.mass));
+
+  int64_t exact = 0;
+  bool scores_right = page.samples.size() == 8;
+  for (const viz::Sample& s : page.samples) {
+    scores_right = scores_right && s.score == (s.output == s.reference ? 1.0 : 0.0);
+    exact += s.score == 1.0;
+  }
+  check(scores_right, fmt::format("its 8 decodes of held-out sequences are scored 1 exactly when "
+                                  "the output is the reference ({} of 8)",
+                                  exact));
+}
+
 // ---- Plumbing ----
 
 // Every 25 steps, every 50 after step 300, and the last step.
@@ -894,7 +1033,8 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads,
                  "threads; the model is so small that one is fastest (0: one per core)")
       ->capture_default_str();
-  app.add_option("--out", out_dir, "pictures go to <out>/08_training/")->capture_default_str();
+  app.add_option("--out", out_dir, "pictures and the run's page go to <out>/08_training/")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   if (threads > 0) gf::kernels::set_num_threads(threads);  // the results do not depend on it
@@ -929,6 +1069,7 @@ int main(int argc, char** argv) {
     alignment_emerges(setup.quick, main_run, held_out, out_dir, chosen_layer, check);
     attention_after_training(*main_model, held_out, out_dir, chosen_layer, check);
     label_smoothing(setup, runs, out_dir, check);
+    the_runs_page(setup, seed, main_run, *main_model, held_out, out_dir, check);
   } catch (const std::exception& e) {
     fmt::print("\nlesson 08: stopped by an exception: {}\n", e.what());
     return 1;

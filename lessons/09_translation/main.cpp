@@ -6,8 +6,9 @@
 // alignments, so we know what the model ought to attend to. The program learns one BPE
 // vocabulary for both languages (§5.1) and ties the embeddings to it (§3.4), trains on the
 // random split, decodes the test split greedily and with beam search (§6.1), scores BLEU and
-// chrF, scores the cross-attention against the gold alignments and draws it, and finally trains
-// on the compositional and the length splits to see what the model does not learn.
+// chrF, scores the cross-attention against the gold alignments and draws it, trains on the
+// compositional and the length splits to see what the model does not learn, and finally writes
+// the random split's run as a page to open in a browser.
 // README.md is the text that walks through this file. Every claim is checked; a failed check
 // makes the program exit with 1.
 //
@@ -21,6 +22,7 @@
 #include <cmath>
 #include <cstdint>
 #include <exception>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
@@ -46,10 +48,12 @@
 #include "nn/optim.h"
 #include "training/evaluate.h"
 #include "training/loop.h"
+#include "training/run_page.h"
 #include "training/trainer.h"
 #include "viz/heatmap.h"
 #include "viz/line_plot.h"
 #include "viz/png.h"
+#include "viz/run_page.h"
 
 using namespace gf;
 using namespace gf::lessons;
@@ -69,6 +73,7 @@ struct Setup {
   int64_t batch_tokens = 0, warmup = 0;
   float factor = 0.0f;  // multiplies eq. 3's rate (§5.3)
   float label_smoothing = 0.1f;
+  int64_t page_dev_pairs = 0;  // whose BLEU the run's page follows through training (section 6)
 };
 
 // The corpus and the model of the README's full run, and the smaller ones of --quick.
@@ -92,6 +97,8 @@ Setup make_setup(bool quick) {
   s.batch_tokens = quick ? 600 : 2000;
   s.warmup = quick ? 20 : 200;
   s.factor = quick ? 1.0f : 0.5f;
+  // All 50 dev pairs; --quick's barely trained model decodes long outputs, so only 10 there.
+  s.page_dev_pairs = quick ? 10 : 50;
   return s;
 }
 
@@ -103,6 +110,9 @@ int64_t mirrored_neighbours(const data::AlignedPair& p);
 // The (adjective, noun) source positions of the held-out combinations in p.
 std::vector<std::pair<int32_t, int32_t>> held_out_in(const data::AlignedPair& p,
                                                      const std::vector<std::string>& held_out);
+// The test sentence of 8 to 12 words with the most mirrored neighbours, with or without a
+// prepositional phrase: section 4 draws both, and the run's page follows the first.
+size_t drawn_sentence(const data::ToyCorpus& corpus, bool prepositional);
 
 // ---- 1. The toy language ----
 
@@ -425,7 +435,35 @@ double beam_score(Transformer& model, const std::vector<int32_t>& src, const Tok
 struct RandomRun {
   Trained trained;
   double bleu_at_split_budget = 0;  // greedy test BLEU after split_steps, for section 5
+  training::PageHistory history;    // snapshots and dev BLEU through training, for section 6
 };
+
+// What the run's page (section 6) follows through training: the attention of section 4's first
+// sentence and greedy BLEU on the dev pairs, at step 0 and 19 more steps evenly spaced.
+training::PageRecorder page_recorder(const Setup& s, const TransformerConfig& config,
+                                     const data::Tokenizer& tokenizer,
+                                     const data::ToyCorpus& corpus, uint64_t seed) {
+  const data::AlignedPair& p = corpus.test[drawn_sentence(corpus, false)];
+  const data::Pair pair =
+      data::encode_pair(tokenizer, data::join_words(p.source), data::join_words(p.target));
+  const auto n = std::min<std::ptrdiff_t>(std::ssize(corpus.dev), s.page_dev_pairs);
+  const std::vector<data::AlignedPair> dev_pairs(corpus.dev.begin(), corpus.dev.begin() + n);
+  auto dev =
+      std::make_shared<const data::SentencePairsFile>(data::sentence_pairs_of(dev_pairs, "dev"));
+  training::PageRecorder recorder(
+      pair, training::token_names(&tokenizer, config),
+      {.name = fmt::format("BLEU, greedy, {} dev pairs", dev->pairs.size()),
+       .score =
+           [&tokenizer, dev](Transformer& m) {
+             return translate(m, tokenizer, *dev, 1).bleu.score;
+           }},
+      s.steps, 20);
+  // train() draws its initial weights first from Rng(seed), so this model has them: step 0.
+  Rng rng(seed);
+  Transformer initial(config, rng);
+  recorder.at_step(initial, 0);
+  return recorder;
+}
 
 // The test set translated greedily and with beam search (beam 4, alpha 0.6).
 struct TestTranslations {
@@ -449,13 +487,24 @@ RandomRun train_and_decode(const Setup& s, const TransformerConfig& config,
       data::encode_pairs(tokenizer, data::sentence_pairs_of(corpus.train, "train"));
   const data::SentencePairsFile test = data::sentence_pairs_of(corpus.test, "test");
   RandomRun run;
+  const auto recording = std::chrono::steady_clock::now();
+  training::PageRecorder recorder = page_recorder(s, config, tokenizer, corpus, seed);
+  double page_seconds = seconds_since(recording);  // what recording the page's history costs
+  double looking = 0;  // seconds spent measuring during training, which its speed leaves out
   run.trained =
       train(s, config, train_pairs, s.steps, seed, [&](int64_t step, float loss, Transformer& m) {
+        const auto start = std::chrono::steady_clock::now();
         if (step % (s.steps / 7) == 0 || step == s.steps)
           fmt::print("  step {:>4}  loss {:.3f}\n", step, loss);
         if (step == s.split_steps)
           run.bleu_at_split_budget = translate(m, tokenizer, test, 1).bleu.score;
+        const auto recording_step = std::chrono::steady_clock::now();
+        if (recorder.at_step(m, step)) page_seconds += seconds_since(recording_step);
+        looking += seconds_since(start);
       });
+  run.history = recorder.history();
+  run.history.checking_seconds = page_seconds;
+  run.history.training_seconds = run.trained.seconds - looking;
   const Trained& t = run.trained;
   fmt::print("  trained {} steps of about {} tokens in {:.1f} s ({} parameters)\n", s.steps,
              s.batch_tokens, t.seconds, t.model->parameter_count());
@@ -621,23 +670,26 @@ double where_attention_goes(Transformer& model, const data::Tokenizer& tokenizer
                       100 * score));
 
   // Two test sentences with long mirrored noun phrases, the second with a postposition.
-  const auto prepositional = [](const data::AlignedPair& p) {
+  draw_sentence(model, tokenizer, corpus.test[drawn_sentence(corpus, false)], 1, out_dir);
+  draw_sentence(model, tokenizer, corpus.test[drawn_sentence(corpus, true)], 2, out_dir);
+  return score;
+}
+
+size_t drawn_sentence(const data::ToyCorpus& corpus, bool prepositional) {
+  const auto has_preposition = [](const data::AlignedPair& p) {
     for (const std::string w : {"near", "under", "behind", "with"})
       if (std::find(p.source.begin(), p.source.end(), w) != p.source.end()) return true;
     return false;
   };
-  size_t first = 0, second = 0;
-  int64_t best_first = -1, best_second = -1;
+  size_t best = 0;
+  int64_t most = -1;
   for (size_t i = 0; i < corpus.test.size(); ++i) {
     const data::AlignedPair& p = corpus.test[i];
-    if (p.source.size() < 8 || p.source.size() > 12) continue;
-    const int64_t m = mirrored_neighbours(p);
-    if (!prepositional(p) && m > best_first) best_first = m, first = i;
-    if (prepositional(p) && m > best_second) best_second = m, second = i;
+    if (p.source.size() < 8 || p.source.size() > 12 || has_preposition(p) != prepositional)
+      continue;
+    if (const int64_t m = mirrored_neighbours(p); m > most) most = m, best = i;
   }
-  draw_sentence(model, tokenizer, corpus.test[first], 1, out_dir);
-  draw_sentence(model, tokenizer, corpus.test[second], 2, out_dir);
-  return score;
+  return best;
 }
 
 // The cross-attention of every decoder layer, [1, H, T, S] each, while the model reads the
@@ -921,6 +973,120 @@ void exact_by_length(const data::ToyCorpus& corpus, const std::vector<std::strin
   }
 }
 
+// ---- 6. The run's page ----
+
+// The random split's run as one HTML page that opens offline (viz/run_page.h): its settings,
+// curves and timings, greedy translations of test sentences beside their references, the
+// attention of three of them, and the snapshots of section 4's first sentence through training.
+viz::RunPage translation_run_page(const Setup& s, uint64_t seed, const RandomRun& run,
+                                  const data::Tokenizer& tokenizer, const data::ToyCorpus& corpus) {
+  Transformer& model = *run.trained.model;
+  const auto steps = std::ssize(run.trained.losses);
+  viz::RunPage page{.title = "lesson 09: toy translation",
+                    .subtitle = fmt::format("random split, {} steps", steps),
+                    .configuration = training::model_facts(model)};
+  const viz::Facts settings = {
+      {"optimizer", "Adam, beta1 0.9, beta2 0.98, eps 1e-9"},
+      {"learning rate", fmt::format("eq. 3 x {}, {} warm-up steps", s.factor, s.warmup)},
+      {"batch", fmt::format("pairs of similar length, about {} tokens", s.batch_tokens)},
+      {"label smoothing", fmt::format("{}", s.label_smoothing)},
+      {"dropout", fmt::format("{}", s.model.dropout)},
+      {"seed", fmt::format("{}", seed)}};
+  page.configuration.insert(page.configuration.end(), settings.begin(), settings.end());
+  page.data = {{"split", "random"},
+               {"training pairs", fmt::format("{}", corpus.train.size())},
+               {"dev pairs", fmt::format("{}", corpus.dev.size())},
+               {"test pairs", fmt::format("{}", corpus.test.size())},
+               {"vocabulary", fmt::format("{} tokens ({}), shared by both languages",
+                                          tokenizer.size(), tokenizer.kind())}};
+  for (const data::AlignedPair& p : std::span(corpus.train).first(3))
+    page.data_examples.emplace_back(data::join_words(p.source), data::join_words(p.target));
+
+  // train() keeps no rates; these are the schedule's at each step, the ones the trainer used.
+  const training::Schedule schedule = training::noam(model.config.d_model, s.warmup, s.factor);
+  std::vector<float> rates;
+  for (int64_t step = 1; step <= steps; ++step) rates.push_back(schedule(step));
+  page.curves = training::training_curves(run.trained.losses, rates, run.history);
+  // train() counts no tokens, so the speeds are per step.
+  const training::PageHistory& h = run.history;
+  page.timings = {{"training", fmt::format("{:.1f} s", h.training_seconds)},
+                  {"per step", fmt::format("{:.1f} ms",
+                                           1000 * h.training_seconds / static_cast<double>(steps))},
+                  {"snapshots and dev BLEU", fmt::format("{:.1f} s", h.checking_seconds)}};
+  page.snapshots = h.snapshots;
+
+  const data::SentencePairsFile test = data::sentence_pairs_of(corpus.test, "test");
+  page.samples = training::translation_samples(model, tokenizer, std::span(test.pairs).first(8));
+  page.sample_metric = "chrF";
+  const training::TokenNames names = training::token_names(&tokenizer, model.config);
+  for (const size_t i : {drawn_sentence(corpus, false), drawn_sentence(corpus, true), size_t{0}}) {
+    const data::Pair pair =
+        data::encode_pair(tokenizer, test.pairs[i].source, test.pairs[i].target);
+    page.attention.push_back({.label = test.pairs[i].source,
+                              .maps = training::attention_maps(model, pair.src, pair.tgt, names)});
+  }
+  return page;
+}
+
+// Of the target words with a gold alignment, how many attend most to their gold source word in
+// the last decoder layer's cross-attention, heads averaged, pooled into words (section 4).
+int64_t aligned_words(const viz::AttentionMaps& maps, const data::Tokenizer& tokenizer,
+                      const data::AlignedPair& p) {
+  const data::Pair pair =
+      data::encode_pair(tokenizer, data::join_words(p.source), data::join_words(p.target));
+  const std::vector<std::vector<float>>& heads = maps.cross.back();
+  std::vector<float> mean(heads.front().size(), 0.0f);
+  for (const std::vector<float>& head : heads)
+    for (size_t k = 0; k < mean.size(); ++k) mean[k] += head[k] / static_cast<float>(heads.size());
+  const TokenWords words = token_words(tokenizer, pair);
+  const std::vector<int32_t> attended = data::most_attended_words(mean, words.target, words.source);
+  int64_t right = 0;
+  for (const auto& [source, target] : p.alignment)
+    right += attended[static_cast<size_t>(target)] == source;
+  return right;
+}
+
+void the_runs_page(const Setup& s, uint64_t seed, const RandomRun& run,
+                   const data::Tokenizer& tokenizer, const data::ToyCorpus& corpus,
+                   const std::string& out_dir, Checks& check) {
+  banner("6. The run's page");
+  const viz::RunPage page = translation_run_page(s, seed, run, tokenizer, corpus);
+  const std::string path = out_dir + kDir + "run.html";
+  viz::write_run_page(page, path);
+  const bool written = std::filesystem::exists(path) && std::filesystem::file_size(path) > 0;
+  fmt::print("  wrote {} ({:.0f} kB): open it in a browser\n\n", path,
+             written ? static_cast<double>(std::filesystem::file_size(path)) / 1000.0 : 0.0);
+  check(written, fmt::format("the run's page is written to {}", path));
+
+  const training::PageHistory& h = run.history;
+  const std::vector<double>& bleu = h.metric_values;
+  check(page.snapshots.size() == bleu.size() && page.snapshots.front().step == 0 &&
+            page.snapshots.back().step == s.steps,
+        fmt::format("it holds {} snapshots of sentence 1's attention and as many dev BLEUs, from "
+                    "step 0 to step {}; recording them took {:.1f} s beside {:.1f} s of training "
+                    "steps",
+                    page.snapshots.size(), page.snapshots.back().step, h.checking_seconds,
+                    h.training_seconds));
+
+  const data::AlignedPair& p = corpus.test[drawn_sentence(corpus, false)];
+  const int64_t before = aligned_words(page.snapshots.front().maps, tokenizer, p);
+  const int64_t after = aligned_words(page.snapshots.back().maps, tokenizer, p);
+  const auto words = std::ssize(p.alignment);
+  fmt::print(
+      "  sentence 1, last layer: {} of {} target words attend most to their gold source "
+      "word at step 0, {} at step {}; dev BLEU {:.1f} at step 0, {:.1f} at step {}\n",
+      before, words, after, s.steps, bleu.front(), bleu.back(), s.steps);
+  if (s.quick) return;  // the tiny model of --quick learns neither
+  check(before * 3 < words && after * 10 >= words * 9,
+        fmt::format("the slider shows the reordering forming: sentence 1's last layer points "
+                    "{} of its {} aligned target words at their gold source word at step 0, {} "
+                    "at step {}",
+                    before, words, after, s.steps));
+  check(bleu.front() < 5 && bleu.back() >= 95,
+        fmt::format("the dev BLEU curve rises from {:.1f} at step 0 to {:.1f} at step {}",
+                    bleu.front(), bleu.back(), s.steps));
+}
+
 // ---- Plumbing ----
 
 std::vector<std::string> sources_of(std::span<const data::AlignedPair> pairs) {
@@ -973,7 +1139,8 @@ int main(int argc, char** argv) {
   std::string out_dir = "out";
   app.add_flag("--quick", quick, "a tiny run in a few seconds (the tests use it)");
   app.add_option("--seed", seed, "seed for the corpus and the weights")->capture_default_str();
-  app.add_option("--out", out_dir, "pictures go to <out>/09_translation/")->capture_default_str();
+  app.add_option("--out", out_dir, "pictures and the run's page go to <out>/09_translation/")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   Checks check;
@@ -992,6 +1159,7 @@ int main(int argc, char** argv) {
     RandomRun random = train_and_decode(s, config, tokenizer, corpora.random, seed, out_dir, check);
     where_attention_goes(*random.trained.model, tokenizer, corpora.random, quick, out_dir, check);
     other_splits(s, corpora, random, seed, out_dir, check);
+    the_runs_page(s, seed, random, tokenizer, corpora.random, out_dir, check);
   } catch (const std::exception& e) {
     fmt::print("\nlesson 09: stopped by an exception: {}\n", e.what());
     return 1;
