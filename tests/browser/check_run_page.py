@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Opens a training run's page in headless Chromium and checks that it works.
 
-The page is the single HTML file `transformer train` writes (viz/run_page.h; its data
-format: docs/run-page.md). This script drives Debian's `chromium` over the DevTools
+The page is the single HTML file that viz::write_run_page writes for a training run
+(viz/run_page.h; its data format: docs/run-page.md). This script drives Debian's `chromium` over the DevTools
 protocol through a pipe (--remote-debugging-pipe: Chromium reads commands on file
 descriptor 3 and writes replies and events on 4, each a JSON text ended by a NUL byte), so
 it needs Python 3's standard library and the browser, nothing else: no npm, no download.
@@ -298,7 +298,7 @@ def check_curve_hover(browser, run):
         return
     x, y = browser.centre_of("#curves svg.curve")
     browser.mouse("mouseMoved", x, y)
-    text = browser.evaluate('document.getElementById("tooltip").hidden ? null : document.getElementById("tooltip").textContent')
+    text = browser.evaluate('(t => t.hidden ? null : t.textContent)(document.getElementById("tooltip"))')
     check(text, "hovering a curve shows no value")
     browser.mouse("mouseMoved", 1, 1)
     report(f"hovering a curve shows {text!r}")
@@ -436,8 +436,8 @@ def check_overview(browser, run):
 def check_snapshots(browser, run):
     snapshots = run["snapshots"]
     if not snapshots:
-        check(browser.evaluate('document.getElementById("training-attention").textContent.includes("No attention snapshots")'),
-              "no snapshots, and the section does not say so")
+        says = 'document.getElementById("training-attention").textContent.includes("No attention snapshots")'
+        check(browser.evaluate(says), "no snapshots, and the section does not say so")
         report("no snapshots, and the page says so")
         return
     kind = next(k for k in KINDS if snapshots[0][k])

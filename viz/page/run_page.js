@@ -331,7 +331,9 @@ function drawCurve(curve, box, width) {
     // Sparse series (a dev metric measured now and then) get a dot at each point.
     const drawn = points.filter((p) => p !== null);
     if (drawn.length <= 40) {
-      for (const p of drawn) chart.append(svg("circle", { cx: scales.x(p.x), cy: scales.y(p.y), r: 2.5, fill: colour }));
+      for (const p of drawn) {
+        chart.append(svg("circle", { cx: scales.x(p.x), cy: scales.y(p.y), r: 2.5, fill: colour }));
+      }
     }
   });
   addCurveHover(chart, curve, seriesPoints, scales);
@@ -820,15 +822,21 @@ function sharpness(matrix) {
   return rows === 0 ? 0 : total / rows;
 }
 
-function drawSharpness(target, now) {
-  clear(target);
-  const width = 300, height = 170, left = 40, right = 12, top = 10, bottom = 34;
-  setAttributes(target, { width, height, viewBox: `0 0 ${width} ${height}` });
-  const values = RUN.snapshots.map((snapshot) => {
+// The chosen head's sharpness at each snapshot (null where a snapshot lacks that head).
+function sharpnessThroughTraining() {
+  return RUN.snapshots.map((snapshot) => {
     const heads = snapshot[state.kind][state.layer];
     if (heads === undefined || heads[state.head] === undefined) return null;
     return sharpness(matrixOf(snapshot, state.kind, state.layer, state.head));
   });
+}
+
+// A small chart of sharpness (0 to 1) against step, with the shown snapshot marked.
+function drawSharpness(target, now) {
+  clear(target);
+  const width = 300, height = 170, left = 40, right = 12, top = 10, bottom = 34;
+  setAttributes(target, { width, height, viewBox: `0 0 ${width} ${height}` });
+  const values = sharpnessThroughTraining();
   const steps = RUN.snapshots.map((s) => s.step);
   const xTicks = linearTicks(Math.min(...steps), Math.max(...steps), 4);
   const x = (v) => left + ((v - xTicks.lo) / (xTicks.hi - xTicks.lo || 1)) * (width - left - right);
@@ -837,11 +845,17 @@ function drawSharpness(target, now) {
     target.append(svg("line", { x1: left, x2: width - right, y1: y(t), y2: y(t), stroke: "#eef1f4" }));
     target.append(svg("text", { x: left - 6, y: y(t) + 4, "text-anchor": "end", text: String(t) }));
   }
-  for (const t of xTicks.ticks) target.append(svg("text", { x: x(t), y: height - bottom + 15, "text-anchor": "middle", text: tickLabel(t, xTicks.step) }));
-  target.append(svg("text", { x: left + (width - left - right) / 2, y: height - 4, "text-anchor": "middle", text: "step" }));
+  for (const t of xTicks.ticks) {
+    target.append(svg("text", { x: x(t), y: height - bottom + 15, "text-anchor": "middle",
+      text: tickLabel(t, xTicks.step) }));
+  }
+  target.append(svg("text", { x: left + (width - left - right) / 2, y: height - 4,
+    "text-anchor": "middle", text: "step" }));
   const points = values.map((v, i) => (v === null ? null : { x: steps[i], y: v }));
   target.append(svg("path", { class: "line", d: seriesPath(points, { x, y }) }));
-  if (values[now] !== null) target.append(svg("circle", { class: "now", cx: x(steps[now]), cy: y(values[now]), r: 4.5 }));
+  if (values[now] !== null) {
+    target.append(svg("circle", { class: "now", cx: x(steps[now]), cy: y(values[now]), r: 4.5 }));
+  }
 }
 
 function drawSnapshot() {
