@@ -613,26 +613,44 @@ function headLines(weights, head, rows, columns, layout) {
   return group;
 }
 
-// Hovering a token keeps only its lines: a query's lines out, or a key's lines in.
-function addTokenFocus(target) {
+// Hovering a token keeps only its lines: a query's lines out, or a key's lines in. The
+// matrix beside them (matrixTarget) shows the same: that row or column, the rest faded.
+function addTokenFocus(target, matrixTarget) {
   for (const token of target.querySelectorAll(".token")) {
-    const attribute = token.dataset.side === "query" ? "from" : "to";
+    const isQuery = token.dataset.side === "query";
+    const attribute = isQuery ? "from" : "to";
+    const index = Number(token.dataset.index);
     token.addEventListener("mouseenter", () => {
       target.classList.add("focusing");
       token.classList.add("active");
       for (const line of target.querySelectorAll("line")) {
-        line.classList.toggle("focus", line.dataset[attribute] === token.dataset.index);
+        line.classList.toggle("focus", Number(line.dataset[attribute]) === index);
       }
+      focusMatrix(matrixTarget, isQuery ? "row" : "column", index);
     });
     token.addEventListener("mouseleave", () => {
       target.classList.remove("focusing");
       token.classList.remove("active");
+      focusMatrix(matrixTarget, null, null);
     });
   }
 }
 
-// heads: [{head, weights}], the heads to draw.
-function drawLines(target, heads, rowTokens, columnTokens) {
+// Fades every cell of a matrix but those of one row or column (axis null: none faded), and
+// marks that row's or column's label.
+function focusMatrix(matrixTarget, axis, index) {
+  for (const cell of matrixTarget.querySelectorAll("rect.cell")) {
+    const inFocus = axis === null || Number(cell.dataset[axis]) === index;
+    cell.classList.toggle("faded", !inFocus);
+  }
+  for (const label of matrixTarget.querySelectorAll(".row-label, .column-label")) {
+    const labelAxis = label.classList.contains("row-label") ? "row" : "column";
+    label.classList.toggle("active", labelAxis === axis && Number(label.dataset.index) === index);
+  }
+}
+
+// heads: [{head, weights}], the heads to draw; matrixTarget: the matrix drawn beside them.
+function drawLines(target, heads, rowTokens, columnTokens, matrixTarget) {
   clear(target);
   const layout = linesLayout(rowTokens, columnTokens);
   setAttributes(target, { class: "lines", width: layout.width, height: layout.height,
@@ -645,7 +663,7 @@ function drawLines(target, heads, rowTokens, columnTokens) {
   }
   rowTokens.forEach((token, i) => target.append(lineToken(token, i, "query", layout)));
   columnTokens.forEach((token, j) => target.append(lineToken(token, j, "key", layout)));
-  addTokenFocus(target);
+  addTokenFocus(target, matrixTarget);
   return layout;
 }
 
@@ -767,7 +785,8 @@ function drawExplorer(redrawOverview) {
   const matrix = matrixOf(maps, state.kind, state.layer, state.head);
   const matrixBox = drawMatrix(document.getElementById("matrix"), matrix, matrixRoom());
   const heads = maps[state.kind][state.layer].map((weights, head) => ({ head, weights }));
-  const linesBox = drawLines(document.getElementById("lines"), heads, matrix.rowTokens, matrix.columnTokens);
+  const linesBox = drawLines(document.getElementById("lines"), heads, matrix.rowTokens, matrix.columnTokens,
+    document.getElementById("matrix"));
   drawHeadToggles(heads.length);
   showHeadLines();
   if (redrawOverview) {
@@ -868,7 +887,7 @@ function drawSnapshot() {
   const matrix = matrixOf(snapshot, state.kind, state.layer, state.head);
   drawMatrix(document.getElementById("snapshot-matrix"), matrix, matrixRoom());
   drawLines(document.getElementById("snapshot-lines"), [{ head: state.head, weights: matrix.weights }],
-    matrix.rowTokens, matrix.columnTokens);
+    matrix.rowTokens, matrix.columnTokens, document.getElementById("snapshot-matrix"));
   drawSharpness(document.getElementById("snapshot-sharpness"), state.snapshot);
 }
 
