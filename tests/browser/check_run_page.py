@@ -319,6 +319,11 @@ KINDS = {  # which tokens label the rows and the columns (viz/run_page.h)
     "cross": ("target_next", "source_tokens"),
 }
 
+def with_attention(maps_list):
+    """The examples or snapshots the page offers: those with at least one kind of attention."""
+    return [maps for maps in maps_list if any(maps[kind] for kind in KINDS)]
+
+
 SELECT_JS = """(([id, value]) => {
     const select = document.getElementById(id);
     if (![...select.options].some(o => o.value === String(value))) return false;
@@ -356,7 +361,7 @@ def check_matrix(browser, element_id, maps, kind, where):
 
 def check_every_selection(browser, run):
     count = 0
-    for e, example in enumerate(run["attention"]):
+    for e, example in enumerate(with_attention(run["attention"])):
         select(browser, "example", e)
         for kind in KINDS:
             if not example[kind]:
@@ -413,7 +418,7 @@ def check_head_toggles(browser):
 
 
 def check_overview(browser, run):
-    example = run["attention"][0]
+    example = with_attention(run["attention"])[0]
     select(browser, "example", 0)
     for kind in KINDS:
         if not example[kind]:
@@ -434,7 +439,7 @@ def check_overview(browser, run):
 
 
 def check_snapshots(browser, run):
-    snapshots = run["snapshots"]
+    snapshots = with_attention(run["snapshots"])
     if not snapshots:
         says = 'document.getElementById("training-attention").textContent.includes("No attention snapshots")'
         check(browser.evaluate(says), "no snapshots, and the section does not say so")
@@ -463,7 +468,7 @@ def check_snapshots(browser, run):
 
 
 def check_attention(browser, run):
-    if not run["attention"]:
+    if not with_attention(run["attention"]):
         check(browser.evaluate('document.getElementById("attention").textContent.includes("No attention")'),
               "no attention examples, and the section does not say so")
         report("no attention examples, and the page says so")
