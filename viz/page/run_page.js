@@ -10,7 +10,7 @@ const RUN = JSON.parse(document.getElementById("run-data").textContent);
 // address at all.
 const SVG_NS = document.getElementById("matrix").namespaceURI;
 
-// ---- Small helpers ------------------------------------------------------------------------
+// ---- Building blocks ------------------------------------------------------------------------
 
 function html(tag, attributes = {}, ...children) {
   const element = document.createElement(tag);
