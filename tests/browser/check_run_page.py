@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Opens a training run's page in headless Chromium and checks that it works.
 
-The page is the single HTML file `transformer train` writes (viz/run_page.h; its data
-format: docs/run-page.md). This script drives Debian's `chromium` over the DevTools
+The page is the single HTML file that viz::write_run_page writes for a training run
+(viz/run_page.h; its data format: docs/run-page.md). This script drives Debian's `chromium` over the DevTools
 protocol through a pipe (--remote-debugging-pipe: Chromium reads commands on file
 descriptor 3 and writes replies and events on 4, each a JSON text ended by a NUL byte), so
 it needs Python 3's standard library and the browser, nothing else: no npm, no download.
@@ -298,7 +298,7 @@ def check_curve_hover(browser, run):
         return
     x, y = browser.centre_of("#curves svg.curve")
     browser.mouse("mouseMoved", x, y)
-    text = browser.evaluate('document.getElementById("tooltip").hidden ? null : document.getElementById("tooltip").textContent')
+    text = browser.evaluate('(t => t.hidden ? null : t.textContent)(document.getElementById("tooltip"))')
     check(text, "hovering a curve shows no value")
     browser.mouse("mouseMoved", 1, 1)
     report(f"hovering a curve shows {text!r}")
@@ -318,6 +318,11 @@ KINDS = {  # which tokens label the rows and the columns (viz/run_page.h)
     "decoder": ("target_next", "target_read"),
     "cross": ("target_next", "source_tokens"),
 }
+
+def with_attention(maps_list):
+    """The examples or snapshots the page offers: those with at least one kind of attention."""
+    return [maps for maps in maps_list if any(maps[kind] for kind in KINDS)]
+
 
 SELECT_JS = """(([id, value]) => {
     const select = document.getElementById(id);
@@ -356,7 +361,7 @@ def check_matrix(browser, element_id, maps, kind, where):
 
 def check_every_selection(browser, run):
     count = 0
-    for e, example in enumerate(run["attention"]):
+    for e, example in enumerate(with_attention(run["attention"])):
         select(browser, "example", e)
         for kind in KINDS:
             if not example[kind]:
@@ -413,7 +418,7 @@ def check_head_toggles(browser):
 
 
 def check_overview(browser, run):
-    example = run["attention"][0]
+    example = with_attention(run["attention"])[0]
     select(browser, "example", 0)
     for kind in KINDS:
         if not example[kind]:
@@ -434,10 +439,10 @@ def check_overview(browser, run):
 
 
 def check_snapshots(browser, run):
-    snapshots = run["snapshots"]
+    snapshots = with_attention(run["snapshots"])
     if not snapshots:
-        check(browser.evaluate('document.getElementById("training-attention").textContent.includes("No attention snapshots")'),
-              "no snapshots, and the section does not say so")
+        says = 'document.getElementById("training-attention").textContent.includes("No attention snapshots")'
+        check(browser.evaluate(says), "no snapshots, and the section does not say so")
         report("no snapshots, and the page says so")
         return
     kind = next(k for k in KINDS if snapshots[0][k])
@@ -463,7 +468,7 @@ def check_snapshots(browser, run):
 
 
 def check_attention(browser, run):
-    if not run["attention"]:
+    if not with_attention(run["attention"]):
         check(browser.evaluate('document.getElementById("attention").textContent.includes("No attention")'),
               "no attention examples, and the section does not say so")
         report("no attention examples, and the page says so")

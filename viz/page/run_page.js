@@ -10,7 +10,7 @@ const RUN = JSON.parse(document.getElementById("run-data").textContent);
 // address at all.
 const SVG_NS = document.getElementById("matrix").namespaceURI;
 
-// ---- Small helpers ------------------------------------------------------------------------
+// ---- Building blocks ------------------------------------------------------------------------
 
 function html(tag, attributes = {}, ...children) {
   const element = document.createElement(tag);
@@ -36,6 +36,17 @@ function setAttributes(element, attributes) {
 
 function clear(element) {
   element.replaceChildren();
+}
+
+// The smallest and largest of many numbers; Math.min(...values) would overflow the stack on
+// a long run's hundreds of thousands of points.
+function extent(values) {
+  let lo = Infinity, hi = -Infinity;
+  for (const v of values) {
+    if (v < lo) lo = v;
+    if (v > hi) hi = v;
+  }
+  return [lo, hi];
 }
 
 function clamp(value, lo, hi) {
@@ -197,7 +208,7 @@ function logTicks(lo, hi) {
 function tickLabel(value, step) {
   if (value === 0) return "0";
   const magnitude = Math.abs(value);
-  if (magnitude >= 1e5 && value % 1000 === 0) return `${value / 1000}k`;
+  if (magnitude >= 1e4 && value % 1000 === 0) return `${value / 1000}k`;
   if (magnitude >= 1e6 || magnitude < 1e-3) return value.toExponential(0);
   if (step !== undefined && step < 1) {
     const decimals = clamp(-Math.floor(Math.log10(step)), 0, 6);
@@ -224,14 +235,14 @@ function drawablePoints(series, logY) {
 function curveScales(curve, seriesPoints, width) {
   const all = seriesPoints.flat().filter((p) => p !== null);
   const xs = all.map((p) => p.x), ys = all.map((p) => p.y);
-  const xTicks = linearTicks(Math.min(...xs), Math.max(...xs), Math.max(3, Math.round(width / 110)));
+  const [xLo, xHi] = extent(xs), [yLo, yHi] = extent(ys);
+  const xTicks = linearTicks(xLo, xHi, Math.max(3, Math.round(width / 110)));
   let yAxis;
   if (curve.log_y) {
-    const lo = Math.min(...ys), hi = Math.max(...ys);
-    const pad = (Math.log10(hi) - Math.log10(lo)) * 0.05 || 0.1;
-    yAxis = logTicks(Math.pow(10, Math.log10(lo) - pad), Math.pow(10, Math.log10(hi) + pad));
+    const pad = (Math.log10(yHi) - Math.log10(yLo)) * 0.05 || 0.1;
+    yAxis = logTicks(Math.pow(10, Math.log10(yLo) - pad), Math.pow(10, Math.log10(yHi) + pad));
   } else {
-    yAxis = linearTicks(Math.min(...ys), Math.max(...ys), 5);
+    yAxis = linearTicks(yLo, yHi, 5);
   }
   // Room for the y axis's title (18 pixels) and its widest tick label.
   const left = 26 + Math.ceil(Math.max(...yAxis.ticks.map((t) => textWidth(tickLabel(t, yAxis.step), 11))));
@@ -264,6 +275,30 @@ function drawAxes(chart, curve, scales, width) {
   const yLabel = curve.y_label + (curve.log_y ? " (log scale)" : "");
   chart.append(svg("text", { class: "axis-label", "text-anchor": "middle",
     transform: `translate(13 ${CHART_MARGIN.top + scales.plotHeight / 2}) rotate(-90)`, text: yLabel }));
+}
+
+// At most four points per pixel column (the first, lowest, highest and last there), so that
+// a run logged at each of 100,000 steps draws as fast as one logged every 100, and looks the
+// same: a column's line spans from its lowest to its highest point either way. Gaps stay.
+function thinOut(points, scales) {
+  if (points.length <= 4 * scales.plotWidth) return points;
+  const kept = [];
+  let bucket = [], column = null;
+  const flush = () => {
+    if (bucket.length === 0) return;
+    const byY = [...bucket].sort((a, b) => a.y - b.y);
+    const chosen = new Set([bucket[0], byY[0], byY[byY.length - 1], bucket[bucket.length - 1]]);
+    kept.push(...bucket.filter((p) => chosen.has(p)));  // in their order along x
+    bucket = [];
+  };
+  for (const p of points) {
+    if (p === null) { flush(); kept.push(null); column = null; continue; }
+    const c = Math.round(scales.x(p.x));
+    if (c !== column) { flush(); column = c; }
+    bucket.push(p);
+  }
+  flush();
+  return kept;
 }
 
 // The SVG path of one series: a move at the start and after each gap, lines between.
@@ -324,17 +359,20 @@ function drawCurve(curve, box, width) {
   const chart = svg("svg", { class: "curve", width, height: CHART_HEIGHT, viewBox: `0 0 ${width} ${CHART_HEIGHT}` });
   box.append(chart);
   const scales = curveScales(curve, seriesPoints, width);
+  const shownPoints = seriesPoints.map((points) => thinOut(points, scales));
   drawAxes(chart, curve, scales, width);
-  seriesPoints.forEach((points, s) => {
+  shownPoints.forEach((points, s) => {
     const colour = seriesColour(s);
     chart.append(svg("path", { class: "series", "data-series": s, stroke: colour, d: seriesPath(points, scales) }));
     // Sparse series (a dev metric measured now and then) get a dot at each point.
     const drawn = points.filter((p) => p !== null);
     if (drawn.length <= 40) {
-      for (const p of drawn) chart.append(svg("circle", { cx: scales.x(p.x), cy: scales.y(p.y), r: 2.5, fill: colour }));
+      for (const p of drawn) {
+        chart.append(svg("circle", { cx: scales.x(p.x), cy: scales.y(p.y), r: 2.5, fill: colour }));
+      }
     }
   });
-  addCurveHover(chart, curve, seriesPoints, scales);
+  addCurveHover(chart, curve, shownPoints, scales);
 }
 
 function drawCurves() {
@@ -371,7 +409,7 @@ function drawSamples() {
   const best = Math.max(1, ...scores);  // bars relative to 1, or to the best when above it
   const exact = RUN.samples.filter((s) => s.output === s.reference).length;
   // Scores in [0, 1] (BLEU as a fraction, exact match) get three decimals, larger ones one.
-  const decimals = Math.max(...scores.map(Math.abs)) <= 1 ? 3 : 1;
+  const decimals = extent(scores.map(Math.abs))[1] <= 1 ? 3 : 1;
   const formatScore = (score) => (score === null ? "–" : score.toFixed(decimals));
   const mean = scores.reduce((a, b) => a + b, 0) / Math.max(1, scores.length);
   document.getElementById("samples-summary").textContent =
@@ -411,6 +449,11 @@ const KINDS = [
       "encoder's output for every source token (column): the model's alignment." },
 ];
 
+// The examples and snapshots that have attention to show: a model's page may list a sentence
+// whose maps are all empty (nothing to draw), which the menus then leave out.
+const EXAMPLES = RUN.attention.filter((maps) => kindsIn(maps).length > 0);
+const SNAPSHOTS = RUN.snapshots.filter((maps) => kindsIn(maps).length > 0);
+
 function kindOf(key) {
   return KINDS.find((kind) => kind.key === key);
 }
@@ -435,12 +478,13 @@ function matrixOf(maps, kindKey, layer, head) {
 // and head; `hiddenHeads` are the heads whose lines are switched off.
 const state = { example: 0, kind: "encoder", layer: 0, head: 0, snapshot: 0, hiddenHeads: new Set() };
 
-// Keeps the layer and head within what `maps` has for the state's kind.
-function clampSelection(maps) {
-  if (!maps[state.kind] || maps[state.kind].length === 0) state.kind = kindsIn(maps)[0].key;
-  const layers = maps[state.kind];
-  state.layer = clamp(state.layer, 0, layers.length - 1);
-  state.head = clamp(state.head, 0, layers[state.layer].length - 1);
+// The state's kind, layer and head, brought within what `maps` has (another kind when it has
+// none of that one).
+function selectionIn(maps) {
+  const kind = maps[state.kind].length > 0 ? state.kind : kindsIn(maps)[0].key;
+  const layer = clamp(state.layer, 0, maps[kind].length - 1);
+  const head = clamp(state.head, 0, maps[kind][layer].length - 1);
+  return { kind, layer, head };
 }
 
 function fillSelect(select, options, value) {
@@ -611,26 +655,44 @@ function headLines(weights, head, rows, columns, layout) {
   return group;
 }
 
-// Hovering a token keeps only its lines: a query's lines out, or a key's lines in.
-function addTokenFocus(target) {
+// Hovering a token keeps only its lines: a query's lines out, or a key's lines in. The
+// matrix beside them (matrixTarget) shows the same: that row or column, the rest faded.
+function addTokenFocus(target, matrixTarget) {
   for (const token of target.querySelectorAll(".token")) {
-    const attribute = token.dataset.side === "query" ? "from" : "to";
+    const isQuery = token.dataset.side === "query";
+    const attribute = isQuery ? "from" : "to";
+    const index = Number(token.dataset.index);
     token.addEventListener("mouseenter", () => {
       target.classList.add("focusing");
       token.classList.add("active");
       for (const line of target.querySelectorAll("line")) {
-        line.classList.toggle("focus", line.dataset[attribute] === token.dataset.index);
+        line.classList.toggle("focus", Number(line.dataset[attribute]) === index);
       }
+      focusMatrix(matrixTarget, isQuery ? "row" : "column", index);
     });
     token.addEventListener("mouseleave", () => {
       target.classList.remove("focusing");
       token.classList.remove("active");
+      focusMatrix(matrixTarget, null, null);
     });
   }
 }
 
-// heads: [{head, weights}], the heads to draw.
-function drawLines(target, heads, rowTokens, columnTokens) {
+// Fades every cell of a matrix but those of one row or column (axis null: none faded), and
+// marks that row's or column's label.
+function focusMatrix(matrixTarget, axis, index) {
+  for (const cell of matrixTarget.querySelectorAll("rect.cell")) {
+    const inFocus = axis === null || Number(cell.dataset[axis]) === index;
+    cell.classList.toggle("faded", !inFocus);
+  }
+  for (const label of matrixTarget.querySelectorAll(".row-label, .column-label")) {
+    const labelAxis = label.classList.contains("row-label") ? "row" : "column";
+    label.classList.toggle("active", labelAxis === axis && Number(label.dataset.index) === index);
+  }
+}
+
+// heads: [{head, weights}], the heads to draw; matrixTarget: the matrix drawn beside them.
+function drawLines(target, heads, rowTokens, columnTokens, matrixTarget) {
   clear(target);
   const layout = linesLayout(rowTokens, columnTokens);
   setAttributes(target, { class: "lines", width: layout.width, height: layout.height,
@@ -643,7 +705,7 @@ function drawLines(target, heads, rowTokens, columnTokens) {
   }
   rowTokens.forEach((token, i) => target.append(lineToken(token, i, "query", layout)));
   columnTokens.forEach((token, j) => target.append(lineToken(token, j, "key", layout)));
-  addTokenFocus(target);
+  addTokenFocus(target, matrixTarget);
   return layout;
 }
 
@@ -745,27 +807,28 @@ function markSelectedPanel() {
 // ---- Attention: the explorer ----------------------------------------------------------------
 
 function currentExample() {
-  return RUN.attention[state.example];
+  return EXAMPLES[state.example];
 }
 
-// Fills the kind, layer and head menus of one section from maps and the state.
-function fillSelectors(maps, kindSelect, layerSelect, headSelect) {
-  fillSelect(kindSelect, kindsIn(maps).map((kind) => [kind.key, kind.name]), state.kind);
-  fillSelect(layerSelect, maps[state.kind].map((_, l) => [l, `layer ${l + 1}`]), state.layer);
-  fillSelect(headSelect, maps[state.kind][state.layer].map((_, h) => [h, `head ${h + 1}`]), state.head);
+// Fills the kind, layer and head menus of one section from maps and a selection in them.
+function fillSelectors(maps, { kind, layer, head }, kindSelect, layerSelect, headSelect) {
+  fillSelect(kindSelect, kindsIn(maps).map((k) => [k.key, k.name]), kind);
+  fillSelect(layerSelect, maps[kind].map((_, l) => [l, `layer ${l + 1}`]), layer);
+  fillSelect(headSelect, maps[kind][layer].map((_, h) => [h, `head ${h + 1}`]), head);
 }
 
 function drawExplorer(redrawOverview) {
-  if (RUN.attention.length === 0) return;
+  if (EXAMPLES.length === 0) return;
   const maps = currentExample();
-  clampSelection(maps);
+  Object.assign(state, selectionIn(maps));  // the explorer's example decides what exists
   document.getElementById("example").value = String(state.example);
-  fillSelectors(maps, ...["kind", "layer", "head"].map((id) => document.getElementById(id)));
+  fillSelectors(maps, state, ...["kind", "layer", "head"].map((id) => document.getElementById(id)));
   document.getElementById("kind-explain").textContent = kindOf(state.kind).explain;
   const matrix = matrixOf(maps, state.kind, state.layer, state.head);
   const matrixBox = drawMatrix(document.getElementById("matrix"), matrix, matrixRoom());
   const heads = maps[state.kind][state.layer].map((weights, head) => ({ head, weights }));
-  const linesBox = drawLines(document.getElementById("lines"), heads, matrix.rowTokens, matrix.columnTokens);
+  const linesBox = drawLines(document.getElementById("lines"), heads, matrix.rowTokens, matrix.columnTokens,
+    document.getElementById("matrix"));
   drawHeadToggles(heads.length);
   showHeadLines();
   if (redrawOverview) {
@@ -788,12 +851,12 @@ function select(changes) {
 }
 
 function setUpExplorer() {
-  if (RUN.attention.length === 0) {
+  if (EXAMPLES.length === 0) {
     markEmpty("attention", "No attention was recorded for this run.");
     return;
   }
   fillSelect(document.getElementById("example"),
-    RUN.attention.map((example, i) => [i, example.label || `example ${i + 1}`]), 0);
+    EXAMPLES.map((example, i) => [i, example.label || `example ${i + 1}`]), 0);
   const onChange = (id, key) => document.getElementById(id).addEventListener("change", (event) => {
     const value = key === "kind" ? event.target.value : Number(event.target.value);
     select({ [key]: value });
@@ -820,16 +883,22 @@ function sharpness(matrix) {
   return rows === 0 ? 0 : total / rows;
 }
 
-function drawSharpness(target, now) {
+// One head's sharpness at each snapshot (null where a snapshot lacks that head).
+function sharpnessThroughTraining({ kind, layer, head }) {
+  return SNAPSHOTS.map((snapshot) => {
+    const heads = snapshot[kind][layer];
+    if (heads === undefined || heads[head] === undefined) return null;
+    return sharpness(matrixOf(snapshot, kind, layer, head));
+  });
+}
+
+// A small chart of sharpness (0 to 1) against step, with the shown snapshot marked.
+function drawSharpness(target, selection, now) {
   clear(target);
   const width = 300, height = 170, left = 40, right = 12, top = 10, bottom = 34;
   setAttributes(target, { width, height, viewBox: `0 0 ${width} ${height}` });
-  const values = RUN.snapshots.map((snapshot) => {
-    const heads = snapshot[state.kind][state.layer];
-    if (heads === undefined || heads[state.head] === undefined) return null;
-    return sharpness(matrixOf(snapshot, state.kind, state.layer, state.head));
-  });
-  const steps = RUN.snapshots.map((s) => s.step);
+  const values = sharpnessThroughTraining(selection);
+  const steps = SNAPSHOTS.map((s) => s.step);
   const xTicks = linearTicks(Math.min(...steps), Math.max(...steps), 4);
   const x = (v) => left + ((v - xTicks.lo) / (xTicks.hi - xTicks.lo || 1)) * (width - left - right);
   const y = (v) => top + (1 - v) * (height - top - bottom);
@@ -837,25 +906,34 @@ function drawSharpness(target, now) {
     target.append(svg("line", { x1: left, x2: width - right, y1: y(t), y2: y(t), stroke: "#eef1f4" }));
     target.append(svg("text", { x: left - 6, y: y(t) + 4, "text-anchor": "end", text: String(t) }));
   }
-  for (const t of xTicks.ticks) target.append(svg("text", { x: x(t), y: height - bottom + 15, "text-anchor": "middle", text: tickLabel(t, xTicks.step) }));
-  target.append(svg("text", { x: left + (width - left - right) / 2, y: height - 4, "text-anchor": "middle", text: "step" }));
+  for (const t of xTicks.ticks) {
+    target.append(svg("text", { x: x(t), y: height - bottom + 15, "text-anchor": "middle",
+      text: tickLabel(t, xTicks.step) }));
+  }
+  target.append(svg("text", { x: left + (width - left - right) / 2, y: height - 4,
+    "text-anchor": "middle", text: "step" }));
   const points = values.map((v, i) => (v === null ? null : { x: steps[i], y: v }));
   target.append(svg("path", { class: "line", d: seriesPath(points, { x, y }) }));
-  if (values[now] !== null) target.append(svg("circle", { class: "now", cx: x(steps[now]), cy: y(values[now]), r: 4.5 }));
+  if (values[now] !== null) {
+    target.append(svg("circle", { class: "now", cx: x(steps[now]), cy: y(values[now]), r: 4.5 }));
+  }
 }
 
 function drawSnapshot() {
-  if (RUN.snapshots.length === 0) return;
-  const snapshot = RUN.snapshots[state.snapshot];
-  clampSelection(snapshot);
-  fillSelectors(snapshot, ...["kind", "layer", "head"].map((id) => document.getElementById(`snapshot-${id}`)));
+  if (SNAPSHOTS.length === 0) return;
+  const snapshot = SNAPSHOTS[state.snapshot];
+  // The explorer's selection where this sentence has it; not written back, so that the
+  // explorer keeps its own when a snapshot lacks a kind.
+  const selection = selectionIn(snapshot);
+  const menus = ["kind", "layer", "head"].map((id) => document.getElementById(`snapshot-${id}`));
+  fillSelectors(snapshot, selection, ...menus);
   document.getElementById("snapshot-step").textContent = `step ${snapshot.step}`;
   document.getElementById("snapshot-slider").value = String(state.snapshot);
-  const matrix = matrixOf(snapshot, state.kind, state.layer, state.head);
+  const matrix = matrixOf(snapshot, selection.kind, selection.layer, selection.head);
   drawMatrix(document.getElementById("snapshot-matrix"), matrix, matrixRoom());
-  drawLines(document.getElementById("snapshot-lines"), [{ head: state.head, weights: matrix.weights }],
-    matrix.rowTokens, matrix.columnTokens);
-  drawSharpness(document.getElementById("snapshot-sharpness"), state.snapshot);
+  drawLines(document.getElementById("snapshot-lines"), [{ head: selection.head, weights: matrix.weights }],
+    matrix.rowTokens, matrix.columnTokens, document.getElementById("snapshot-matrix"));
+  drawSharpness(document.getElementById("snapshot-sharpness"), selection, state.snapshot);
 }
 
 // Plays the snapshots in order, about eight a second, from the first when at the last.
@@ -868,10 +946,10 @@ function togglePlay() {
     button.textContent = "▶ play";
     return;
   }
-  if (state.snapshot === RUN.snapshots.length - 1) select({ snapshot: 0 });
+  if (state.snapshot === SNAPSHOTS.length - 1) select({ snapshot: 0 });
   button.textContent = "❚❚ pause";
   playing = setInterval(() => {
-    if (state.snapshot >= RUN.snapshots.length - 1) { togglePlay(); return; }
+    if (state.snapshot >= SNAPSHOTS.length - 1) { togglePlay(); return; }
     select({ snapshot: state.snapshot + 1 });
   }, 125);
 }
@@ -884,19 +962,19 @@ function detokenize(tokens) {
 }
 
 function setUpSnapshots() {
-  if (RUN.snapshots.length === 0) {
+  if (SNAPSHOTS.length === 0) {
     markEmpty("training-attention", "No attention snapshots were taken during this run.");
     return;
   }
-  const first = RUN.snapshots[0];
+  const first = SNAPSHOTS[0];
   document.getElementById("snapshot-explain").textContent =
     `One sentence ("${detokenize(first.source_tokens)}"), as the model attended to it at ` +
-    `${RUN.snapshots.length} points of training. The kind, layer and head are those chosen above.`;
+    `${SNAPSHOTS.length} points of training. The kind, layer and head are those chosen above.`;
   const slider = document.getElementById("snapshot-slider");
-  slider.max = String(RUN.snapshots.length - 1);
+  slider.max = String(SNAPSHOTS.length - 1);
   slider.addEventListener("input", () => select({ snapshot: Number(slider.value) }));
   document.getElementById("snapshot-play").addEventListener("click", togglePlay);
-  if (RUN.attention.length === 0) {
+  if (EXAMPLES.length === 0) {
     // The explorer's menus are absent, so this section's own menus drive the state.
     for (const key of ["kind", "layer", "head"]) {
       document.getElementById(`snapshot-${key}`).addEventListener("change", (event) => {
@@ -922,7 +1000,7 @@ window.addEventListener("resize", () => {
   resizeTimer = setTimeout(() => {
     measureSectionWidth();
     drawCurves();
-    if (RUN.attention.length > 0) drawExplorer(true);
+    if (EXAMPLES.length > 0) drawExplorer(true);
     drawSnapshot();
   }, 150);
 });
