@@ -222,7 +222,8 @@ bool PageRecorder::at_step(Transformer& model, int64_t step) {
   history_.snapshots.push_back(
       {.step = step, .maps = attention_maps(model, pair_.src, pair_.tgt, names_)});
   history_.metric_steps.push_back(static_cast<double>(step));
-  history_.metric_values.push_back(metric_.score(model));
+  // Two decimals are all a reader can see, and keep the page's JSON short.
+  history_.metric_values.push_back(std::round(metric_.score(model) * 100.0) / 100.0);
   return true;
 }
 

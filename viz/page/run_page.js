@@ -474,9 +474,10 @@ function matrixOf(maps, kindKey, layer, head) {
   };
 }
 
-// What the explorer shows. Both sections read it, so that they show the same kind, layer
-// and head; `hiddenHeads` are the heads whose lines are switched off.
-const state = { example: 0, kind: "encoder", layer: 0, head: 0, snapshot: 0, hiddenHeads: new Set() };
+// What the explorer shows, at first the cross-attention (the alignment the model learned). Both
+// sections read it, so that they show the same kind, layer and head; `hiddenHeads` are the
+// heads whose lines are switched off.
+const state = { example: 0, kind: "cross", layer: 0, head: 0, snapshot: 0, hiddenHeads: new Set() };
 
 // The state's kind, layer and head, brought within what `maps` has (another kind when it has
 // none of that one).
@@ -866,7 +867,9 @@ function setUpExplorer() {
     onChange(key, key);
     onChange(`snapshot-${key}`, key);
   }
-  state.kind = kindsIn(currentExample())[0].key;
+  // The last layer first: in a trained model its cross-attention holds the clearest alignment.
+  state.kind = selectionIn(currentExample()).kind;
+  state.layer = currentExample()[state.kind].length - 1;
   drawExplorer(true);
 }
 
@@ -981,7 +984,8 @@ function setUpSnapshots() {
         select({ [key]: key === "kind" ? event.target.value : Number(event.target.value) });
       });
     }
-    state.kind = kindsIn(first)[0].key;
+    state.kind = selectionIn(first).kind;
+    state.layer = first[state.kind].length - 1;
   }
   drawSnapshot();
 }
