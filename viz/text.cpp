@@ -66,6 +66,26 @@ struct Face {
   }
 };
 
+// stb_truetype trusts a font's table directory. Checked here: that the directory and every
+// table it lists lie inside the file (the layout of the directory: the OpenType specification,
+// "Table Directory", https://learn.microsoft.com/typography/opentype/spec/otff).
+bool tables_inside(const std::vector<unsigned char>& bytes, int offset) {
+  const auto read = [&bytes](size_t at, int count) {
+    uint64_t value = 0;
+    for (int k = 0; k < count; ++k) value = value << 8 | bytes[at + static_cast<size_t>(k)];
+    return value;
+  };
+  const auto start = static_cast<size_t>(offset);
+  if (start + 12 > bytes.size()) return false;
+  const auto tables = static_cast<size_t>(read(start + 4, 2));
+  if (start + 12 + 16 * tables > bytes.size()) return false;
+  for (size_t k = 0; k < tables; ++k) {
+    const size_t record = start + 12 + 16 * k;
+    if (read(record + 8, 4) + read(record + 12, 4) > bytes.size()) return false;
+  }
+  return true;
+}
+
 // Reads and parses path, font 0 of a collection (.ttc). Throws std::runtime_error naming it.
 std::unique_ptr<Face> load_face(const std::string& path, bool bold) {
   auto face = std::make_unique<Face>();
@@ -75,7 +95,7 @@ std::unique_ptr<Face> load_face(const std::string& path, bool bold) {
   const std::uintmax_t size = std::filesystem::file_size(path, error);
   if (error)
     throw std::runtime_error(fmt::format("text: cannot read {}: {}", path, error.message()));
-  if (size < 12 || size > kMaxFontBytes)
+  if (size < 16 || size > kMaxFontBytes)  // 16: a collection's header and first offset
     throw std::runtime_error(
         fmt::format("text: {} is not a TrueType or OpenType font ({} bytes)", path, size));
   face->bytes.resize(static_cast<size_t>(size));
@@ -83,7 +103,8 @@ std::unique_ptr<Face> load_face(const std::string& path, bool bold) {
   if (!in.read(reinterpret_cast<char*>(face->bytes.data()), static_cast<std::streamsize>(size)))
     throw std::runtime_error(fmt::format("text: cannot read {}", path));
   const int offset = stbtt_GetFontOffsetForIndex(face->bytes.data(), 0);
-  if (offset < 0 || stbtt_InitFont(&face->info, face->bytes.data(), offset) == 0)
+  if (offset < 0 || !tables_inside(face->bytes, offset) ||
+      stbtt_InitFont(&face->info, face->bytes.data(), offset) == 0)
     throw std::runtime_error(fmt::format("text: {} is not a TrueType or OpenType font", path));
   return face;
 }
