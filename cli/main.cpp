@@ -20,6 +20,7 @@
 
 #include "autograd/kernels/parallel.h"
 #include "cli/commands.h"
+#include "viz/text.h"
 
 // A seed is any non-negative integer. CLI11 would read "-1" into an unsigned seed as
 // 2^64 - 1 without a word, and its own range check prints the largest double in full.
@@ -44,6 +45,13 @@ void add_threads(CLI::App& command, int& threads) {
   command.add_option("--threads", threads, kThreadsHelp)
       ->capture_default_str()
       ->check(CLI::Range(0, gf::kernels::kMaxThreads));
+}
+
+// The commands that draw pictures take --font, repeatable: font files to draw their text with,
+// in order of preference, instead of the system's DejaVu Sans and CJK fallback.
+void add_fonts(CLI::App& command, std::vector<std::string>& fonts) {
+  command.add_option("--font", fonts, "TrueType/OpenType font for the pictures' text (repeatable)")
+      ->check(CLI::ExistingFile);
 }
 
 // train's flags, in the order --help lists them: the data first...
@@ -269,7 +277,8 @@ struct Options {
   TranslateOptions translate;
   EvalOptions eval;
   GenerateOptions generate;
-  int threads = 0;  // --threads of every command but train
+  int threads = 0;                 // --threads of every command but train
+  std::vector<std::string> fonts;  // --font of train and attention
 };
 
 // A mistyped command ("transformer trian") reaches CLI11 as a stray word, and CLI11 then
@@ -290,6 +299,7 @@ int report_parse_error(CLI::App& app, const CLI::ParseError& e) {
 int dispatch(CLI::App& app, Options& o) {
   try {
     if (o.threads != 0) gf::kernels::set_num_threads(o.threads);
+    if (!o.fonts.empty()) gf::viz::use_font_files(o.fonts);
     if (app.got_subcommand("train")) {
       for (const CLI::Option* option : app.get_subcommand("train")->get_options())
         if (option->count() > 0 && !option->get_lnames().empty())
@@ -321,6 +331,8 @@ int main(int argc, char** argv) {
   add_decode(app, o.decode, o.threads);
   add_attention(app, o.attention, o.threads);
   add_report(app, o.report, o.threads);
+  add_fonts(*app.get_subcommand("train"), o.fonts);
+  add_fonts(*app.get_subcommand("attention"), o.fonts);
   add_translate(app, o.translate, o.threads);
   add_eval(app, o.eval, o.threads);
   add_generate(app, o.generate);

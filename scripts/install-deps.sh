@@ -8,7 +8,8 @@ packages=(
   catch2                      # tests (v2.13)
   libfmt-dev                  # formatting
   libcli11-dev                # command-line flags
-  libstb-dev                  # PNG writing
+  libstb-dev                  # PNG writing, TrueType text
+  fonts-dejavu-core fonts-wqy-microhei  # the pictures' text: DejaVu Sans, and CJK glyphs
   nlohmann-json3-dev          # checkpoint headers
   libopenblas-dev             # the optional BLAS backend for GEMM
   clang-format                # the formatting check

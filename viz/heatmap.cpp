@@ -9,7 +9,7 @@
 #include <stdexcept>
 
 #include "autograd/errors.h"
-#include "viz/font.h"
+#include "viz/text.h"
 #include "viz/ticks.h"
 
 namespace gf::viz {
@@ -47,10 +47,13 @@ constexpr int kBarGap = 18;  // between the cells and the colour bar
 constexpr int kBarWidth = 16;
 constexpr int kTickLength = 4;      // tick marks right of the colour bar
 constexpr int kMinBarHeight = 150;  // a colour bar shorter than this is hard to read
-constexpr int kTitleScale = 2;
-constexpr int kMaxLabelGlyphs = 12;  // longer labels are elided
-constexpr int64_t kMaxCells = 4096;  // per side
-constexpr int64_t kMaxSide = 16384;  // pixels, as for any Image
+constexpr TextStyle kTitle{.size = 18, .bold = true};
+constexpr TextStyle kGridTitle{.size = 20, .bold = true};
+constexpr TextStyle kValue{.size = 11};              // the values printed in cells
+constexpr int kSmallLabels = 12, kLargeLabels = 15;  // text sizes for small and large cells
+constexpr int kMaxLabelLetters = 12;                 // longer labels are elided
+constexpr int64_t kMaxCells = 4096;                  // per side
+constexpr int64_t kMaxSide = 16384;                  // pixels, as for any Image
 constexpr Rgb kInk{34, 34, 34};
 constexpr Rgb kSubtle{110, 110, 110};
 constexpr Rgb kFrame{170, 170, 170};
@@ -146,35 +149,37 @@ struct LabelRoom {
 // the column labels are turned on their side.
 LabelRoom plan_labels(Plan& plan, int64_t rows, int64_t cols, const HeatmapOptions& options) {
   const HeatmapLayout& l = plan.layout;
-  const int s = l.label_scale;
-  // Labels: every one when the cells are tall enough for a line of text, else every k-th.
-  const int max_label_width = kMaxLabelGlyphs * kAdvance * s;
-  const int stride = ceil_div(kCapHeight * s + 3, l.cell);
+  const TextStyle style{.size = l.label_size};
+  const TextMetrics m = text_metrics(style);
+  // Labels: every one when the cells are tall enough for a line of capitals, else every k-th.
+  const int max_label_width = kMaxLabelLetters * text_width("n", style);
+  const int stride = ceil_div(m.cap_height + 3, l.cell);
   int row_label_width = 0;
   for (int64_t i = 0; i < rows; ++i) {
     plan.row_text.push_back(
-        i % stride == 0 ? elide(index_or_label(options.row_labels, i), max_label_width, s) : "");
-    row_label_width = std::max(row_label_width, text_width(plan.row_text.back(), s));
+        i % stride == 0 ? elide(index_or_label(options.row_labels, i), max_label_width, style)
+                        : "");
+    row_label_width = std::max(row_label_width, text_width(plan.row_text.back(), style));
   }
   // Column labels read best level; a label may be wider than its cell as long as it keeps
   // clear of its neighbours. Otherwise all of them are turned on their side.
   std::vector<int> col_widths;
   for (int64_t j = 0; j < cols; ++j) {
-    plan.col_text.push_back(elide(index_or_label(options.col_labels, j), max_label_width, s));
-    col_widths.push_back(text_width(plan.col_text.back(), s));
+    plan.col_text.push_back(elide(index_or_label(options.col_labels, j), max_label_width, style));
+    col_widths.push_back(text_width(plan.col_text.back(), style));
   }
   for (size_t j = 0; j + 1 < col_widths.size(); ++j)
-    plan.col_vertical |= (col_widths[j] + col_widths[j + 1]) / 2 + 3 * s > l.cell;
+    plan.col_vertical |= (col_widths[j] + col_widths[j + 1]) / 2 + m.cap_height / 2 > l.cell;
   plan.col_vertical |= col_widths.size() == 1 && col_widths[0] > 2 * l.cell;
   int col_label_width = 0;
   if (plan.col_vertical) {
     for (int64_t j = 0; j < cols; ++j) {
       std::string& text = plan.col_text[static_cast<size_t>(j)];
       if (j % stride != 0) text.clear();
-      col_label_width = std::max(col_label_width, text_width(text, s));
+      col_label_width = std::max(col_label_width, text_width(text, style));
     }
   }
-  const int col_label_height = plan.col_vertical ? col_label_width : text_height(s);
+  const int col_label_height = plan.col_vertical ? col_label_width : m.line_height;
   // Level labels wider than their cell stick out by half the difference at either end.
   const int overhang_left = plan.col_vertical ? 0 : std::max(0, (col_widths.front() - l.cell) / 2);
   const int overhang_right = plan.col_vertical ? 0 : std::max(0, (col_widths.back() - l.cell) / 2);
@@ -188,22 +193,23 @@ LabelRoom plan_labels(Plan& plan, int64_t rows, int64_t cols, const HeatmapOptio
 // label (turned); right and bottom move out to what they take.
 void place_colour_bar(Plan& plan, int& right, int& bottom, const HeatmapOptions& options) {
   HeatmapLayout& l = plan.layout;
-  const int s = l.label_scale;
+  const TextStyle style{.size = l.label_size};
+  const TextMetrics m = text_metrics(style);
   l.bar = {right + kBarGap, l.cells.y, kBarWidth, std::max(l.cells.h, kMinBarHeight)};
   plan.tick_step = nice_step(l.vmin, l.vmax);
   plan.ticks = nice_ticks(l.vmin, l.vmax);
   plan.tick_labels_x = l.bar.x + l.bar.w + kTickLength + 3;
   int tick_w = 0;
   for (double t : plan.ticks)
-    tick_w = std::max(tick_w, text_width(format_tick(t, plan.tick_step), s));
+    tick_w = std::max(tick_w, text_width(format_tick(t, plan.tick_step), style));
   right = plan.tick_labels_x + tick_w;
-  // The lowest tick label hangs half a line below the bar.
-  bottom = std::max(bottom, l.bar.y + l.bar.h + kCapHeight * s / 2);
+  // The lowest tick label, centred on the bar's last row, hangs below it.
+  bottom = std::max(bottom, l.bar.y + l.bar.h + m.line_height - m.cap_middle());
   if (!options.value_label.empty()) {
-    const int len = text_width(options.value_label, s);
+    const int len = text_width(options.value_label, style);
     plan.value_label_x = right + 2 * kGap;
     plan.value_label_y = l.bar.y + std::max(0, (l.bar.h - len) / 2);
-    right = plan.value_label_x + text_height(s);
+    right = plan.value_label_x + m.line_height;
     bottom = std::max(bottom, plan.value_label_y + len);
   }
 }
@@ -212,21 +218,22 @@ void place_colour_bar(Plan& plan, int& right, int& bottom, const HeatmapOptions&
 void place_parts(Plan& plan, const LabelRoom& labels, int64_t rows, int64_t cols,
                  const HeatmapOptions& options) {
   HeatmapLayout& l = plan.layout;
-  const int s = l.label_scale;
+  const TextStyle style{.size = l.label_size};
+  const int line_height = text_metrics(style).line_height;
   const int grid_w = static_cast<int>(cols) * l.cell;
   const int grid_h = static_cast<int>(rows) * l.cell;
 
   // Top to bottom: title, column axis name, column labels, cells.
   int y = kMargin;
-  const int title_w = text_width(options.title, kTitleScale);
+  const int title_w = text_width(options.title, kTitle);
   if (!options.title.empty()) {
     plan.title_y = y;
-    y += text_height(kTitleScale) + 8;
+    y += text_metrics(kTitle).line_height + 6;
   }
-  const int col_axis_w = text_width(options.col_axis, s);
+  const int col_axis_w = text_width(options.col_axis, style);
   if (!options.col_axis.empty()) {
     plan.col_axis_y = y;
-    y += text_height(s) + 2;
+    y += line_height + 2;
   }
   plan.col_labels_bottom = y + labels.col_label_height;
   l.cells.y = plan.col_labels_bottom + kGap;
@@ -234,11 +241,11 @@ void place_parts(Plan& plan, const LabelRoom& labels, int64_t rows, int64_t cols
   // Left to right: row axis name (turned), row labels, cells, colour bar, tick labels,
   // value label (turned).
   int x = kMargin;
-  const int row_axis_len = text_width(options.row_axis, s);
+  const int row_axis_len = text_width(options.row_axis, style);
   if (!options.row_axis.empty()) {
     plan.row_axis_x = x;
     plan.row_axis_y = l.cells.y + std::max(0, (grid_h - row_axis_len) / 2);
-    x += text_height(s) + 2 * kGap;
+    x += line_height + 2 * kGap;
   }
   x = std::max(x + labels.row_label_width + kGap, kMargin + labels.overhang_left);
   plan.row_labels_right = x - kGap;
@@ -275,7 +282,7 @@ Plan plan_heatmap(std::span<const float> values, int64_t rows, int64_t cols,
   const int64_t longest = std::max(rows, cols);
   l.cell = options.cell_size > 0 ? options.cell_size
                                  : static_cast<int>(std::clamp<int64_t>(480 / longest, 4, 40));
-  l.label_scale = l.cell >= 24 ? 2 : 1;
+  l.label_size = l.cell >= 24 ? kLargeLabels : kSmallLabels;
   const LabelRoom labels = plan_labels(plan, rows, cols, options);
   place_parts(plan, labels, rows, cols, options);
   return plan;
@@ -295,77 +302,94 @@ HeatmapLayout heatmap_layout(std::span<const float> values, int64_t rows, int64_
 
 // ---- Drawing ---------------------------------------------------------------------------
 
-Image heatmap(std::span<const float> values, int64_t rows, int64_t cols,
-              const HeatmapOptions& options) {
-  const Plan plan = plan_heatmap(values, rows, cols, options);
-  const HeatmapLayout& l = plan.layout;
-  const int s = l.label_scale;
-  Image image(l.width, l.height);
+namespace {
 
+void draw_cells(Image& image, const HeatmapLayout& l, std::span<const float> values, int64_t rows,
+                int64_t cols, bool show_values) {
   const float span = l.vmax - l.vmin;
+  const TextMetrics m = text_metrics(kValue);
   for (int64_t i = 0; i < rows; ++i) {
     for (int64_t j = 0; j < cols; ++j) {
       const float v = values[static_cast<size_t>(i * cols + j)];
       const Rgb colour = std::isfinite(v) ? colour_map((v - l.vmin) / span) : kNonFinite;
       const Rect r = l.cell_rect(i, j);
       image.fill_rect(r.x, r.y, r.w, r.h, colour);
-      if (options.show_values) {
-        const std::string text = fmt::format("{:.2f}", v);
-        const int w = text_width(text);
-        if (w + 4 <= r.w && kCapHeight + 4 <= r.h) {
-          // Dark text on light cells, white on dark ones (Rec. 709 luma).
-          const double luma = 0.2126 * colour.r + 0.7152 * colour.g + 0.0722 * colour.b;
-          draw_text(image, r.x + (r.w - w) / 2, r.y + (r.h - kCapHeight) / 2, text,
-                    luma > 128 ? kInk : kWhite);
-        }
+      if (!show_values) continue;
+      const std::string text = fmt::format("{:.2f}", v);
+      const int w = text_width(text, kValue);
+      if (w + 4 <= r.w && m.cap_height + 4 <= r.h) {
+        // Dark text on light cells, white on dark ones (Rec. 709 luma).
+        const double luma = 0.2126 * colour.r + 0.7152 * colour.g + 0.0722 * colour.b;
+        draw_text(image, r.x + (r.w - w) / 2, r.y + r.h / 2 - m.cap_middle(), text,
+                  luma > 128 ? kInk : kWhite, kValue);
       }
     }
   }
   image.stroke_rect(l.cells.x - 1, l.cells.y - 1, l.cells.w + 2, l.cells.h + 2, kFrame);
+}
 
-  // Labels sit centred on their row or column; the cap height (not the descender) is what
-  // the eye centres on.
-  for (int64_t i = 0; i < rows; ++i) {
-    const std::string& text = plan.row_text[static_cast<size_t>(i)];
-    const Rect r = l.cell_rect(i, 0);
-    draw_text(image, plan.row_labels_right - text_width(text, s), r.y + (r.h - kCapHeight * s) / 2,
-              text, kInk, s);
+// Labels sit centred on their row or column; the capitals (not the descenders) are what the
+// eye centres on.
+void draw_labels(Image& image, const Plan& plan, const HeatmapOptions& options) {
+  const HeatmapLayout& l = plan.layout;
+  const TextStyle style{.size = l.label_size};
+  const TextMetrics m = text_metrics(style);
+  for (size_t i = 0; i < plan.row_text.size(); ++i) {
+    const std::string& text = plan.row_text[i];
+    const Rect r = l.cell_rect(static_cast<int64_t>(i), 0);
+    draw_text(image, plan.row_labels_right - text_width(text, style),
+              r.y + r.h / 2 - m.cap_middle(), text, kInk, style);
   }
-  for (int64_t j = 0; j < cols; ++j) {
-    const std::string& text = plan.col_text[static_cast<size_t>(j)];
-    const Rect r = l.cell_rect(0, j);
-    const int w = text_width(text, s);
+  for (size_t j = 0; j < plan.col_text.size(); ++j) {
+    const std::string& text = plan.col_text[j];
+    const Rect r = l.cell_rect(0, static_cast<int64_t>(j));
+    const int w = text_width(text, style);
     if (plan.col_vertical)
-      draw_text_vertical(image, r.x + (r.w - kCapHeight * s) / 2, plan.col_labels_bottom - w, text,
-                         kInk, s);
+      draw_text_vertical(image, r.x + r.w / 2 - m.cap_middle(), plan.col_labels_bottom - w, text,
+                         kInk, style);
     else
-      draw_text(image, r.x + (r.w - w) / 2, plan.col_labels_bottom - text_height(s), text, kInk, s);
+      draw_text(image, r.x + (r.w - w) / 2, plan.col_labels_bottom - m.line_height, text, kInk,
+                style);
   }
-  draw_text(image, plan.title_x, plan.title_y, options.title, kInk, kTitleScale, /*bold=*/true);
-  draw_text(image, plan.col_axis_x, plan.col_axis_y, options.col_axis, kSubtle, s);
-  draw_text_vertical(image, plan.row_axis_x, plan.row_axis_y, options.row_axis, kSubtle, s);
+  draw_text(image, plan.title_x, plan.title_y, options.title, kInk, kTitle);
+  draw_text(image, plan.col_axis_x, plan.col_axis_y, options.col_axis, kSubtle, style);
+  draw_text_vertical(image, plan.row_axis_x, plan.row_axis_y, options.row_axis, kSubtle, style);
+}
 
-  if (options.colour_bar) {
-    const Rect& bar = l.bar;
-    // Row py of the bar shows the value at fraction t of the range, vmax at the top.
-    auto bar_row = [&bar, &l](double value) {
-      const double t = (value - l.vmin) / (l.vmax - l.vmin);
-      return bar.y + static_cast<int>(std::lround((1.0 - t) * (bar.h - 1)));
-    };
-    for (int py = 0; py < bar.h; ++py) {
-      const float t = 1.0f - static_cast<float>(py) / static_cast<float>(bar.h - 1);
-      image.fill_rect(bar.x, bar.y + py, bar.w, 1, colour_map(t));
-    }
-    image.stroke_rect(bar.x - 1, bar.y - 1, bar.w + 2, bar.h + 2, kFrame);
-    for (double t : plan.ticks) {
-      const int py = bar_row(t);
-      image.fill_rect(bar.x + bar.w + 1, py, kTickLength, 1, kSubtle);
-      draw_text(image, plan.tick_labels_x, py - kCapHeight * s / 2, format_tick(t, plan.tick_step),
-                kInk, s);
-    }
-    draw_text_vertical(image, plan.value_label_x, plan.value_label_y, options.value_label, kSubtle,
-                       s);
+void draw_colour_bar(Image& image, const Plan& plan, const HeatmapOptions& options) {
+  const HeatmapLayout& l = plan.layout;
+  const Rect& bar = l.bar;
+  const TextStyle style{.size = l.label_size};
+  // Row py of the bar shows the value at fraction t of the range, vmax at the top.
+  auto bar_row = [&bar, &l](double value) {
+    const double t = (value - l.vmin) / (l.vmax - l.vmin);
+    return bar.y + static_cast<int>(std::lround((1.0 - t) * (bar.h - 1)));
+  };
+  for (int py = 0; py < bar.h; ++py) {
+    const float t = 1.0f - static_cast<float>(py) / static_cast<float>(bar.h - 1);
+    image.fill_rect(bar.x, bar.y + py, bar.w, 1, colour_map(t));
   }
+  image.stroke_rect(bar.x - 1, bar.y - 1, bar.w + 2, bar.h + 2, kFrame);
+  const int cap_middle = text_metrics(style).cap_middle();
+  for (double t : plan.ticks) {
+    const int py = bar_row(t);
+    image.fill_rect(bar.x + bar.w + 1, py, kTickLength, 1, kSubtle);
+    draw_text(image, plan.tick_labels_x, py - cap_middle, format_tick(t, plan.tick_step), kInk,
+              style);
+  }
+  draw_text_vertical(image, plan.value_label_x, plan.value_label_y, options.value_label, kSubtle,
+                     style);
+}
+
+}  // namespace
+
+Image heatmap(std::span<const float> values, int64_t rows, int64_t cols,
+              const HeatmapOptions& options) {
+  const Plan plan = plan_heatmap(values, rows, cols, options);
+  Image image(plan.layout.width, plan.layout.height);
+  draw_cells(image, plan.layout, values, rows, cols, options.show_values);
+  draw_labels(image, plan, options);
+  if (options.colour_bar) draw_colour_bar(image, plan, options);
   return image;
 }
 
@@ -417,13 +441,12 @@ Image grid(const std::vector<Image>& panels, int64_t columns, const std::string&
   for (size_t r = 1; r < row_y.size(); ++r) row_y[r] += row_y[r - 1];
 
   // Panels bring their own white margins, so the grid adds only `spacing` between them.
-  const int title_scale = kTitleScale + 1;
-  const int title_h = title.empty() ? 0 : kMargin + text_height(title_scale);
-  const int title_w = text_width(title, title_scale);
+  const int title_h = title.empty() ? 0 : kMargin + text_metrics(kGridTitle).line_height;
+  const int title_w = text_width(title, kGridTitle);
   const int panels_w = col_x.back() - spacing;
   const int width = std::max(panels_w, title_w + 2 * kMargin);
   Image image(width, title_h + row_y.back() - spacing);
-  draw_text(image, (width - title_w) / 2, kMargin, title, kInk, title_scale, /*bold=*/true);
+  draw_text(image, (width - title_w) / 2, kMargin, title, kInk, kGridTitle);
   const int left = (width - panels_w) / 2;
   for (int k = 0; k < n; ++k)
     image.blit(panels[static_cast<size_t>(k)], left + col_x[static_cast<size_t>(k % cols)],

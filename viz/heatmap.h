@@ -51,7 +51,7 @@ struct HeatmapLayout {
   int cell = 0;                    // a cell's side in pixels
   Rect cells{};                    // all rows x cols cells; cell (0, 0) is at its top-left
   Rect bar{};                      // the colour bar: vmax at its top row, vmin at its bottom row
-  int label_scale = 1;             // font scale of labels: 2 for cells of 24 pixels or more
+  int label_size = 12;             // text size of labels in pixels: 15 for cells of 24 or more
   float vmin = 0.0f, vmax = 1.0f;  // the value range after auto_range
 
   Rect cell_rect(int64_t row, int64_t col) const;

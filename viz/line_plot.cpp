@@ -8,7 +8,7 @@
 #include <limits>
 #include <stdexcept>
 
-#include "viz/font.h"
+#include "viz/text.h"
 #include "viz/ticks.h"
 
 namespace gf::viz {
@@ -18,7 +18,7 @@ namespace {
 constexpr int kMargin = 14;
 constexpr int kGap = 8;         // between a label and what it labels
 constexpr int kTickLength = 5;  // tick marks outside the frame
-constexpr int kTitleScale = 2;
+constexpr TextStyle kTitle{.size = 18, .bold = true};
 constexpr int kMinWidth = 200, kMinHeight = 150;
 constexpr double kLineRadius = 1.25;  // half the line width: lines are 2.5 pixels wide
 constexpr double kDotRadius = 2.5;    // a point with no neighbour to connect to
@@ -41,7 +41,7 @@ constexpr std::array<Rgb, 8> kPalette = {{
 
 struct Plan {
   PlotArea area;
-  int scale = 1;  // of tick labels, axis labels and the legend
+  TextStyle text{};  // of tick labels, axis labels and the legend
   std::vector<double> x_ticks, y_ticks;
   double x_step = 1, y_step = 1;  // for formatting; 0 on the log axis (each tick its own)
 };
@@ -136,20 +136,22 @@ Plan plan_plot(const std::vector<Series>& series, const LinePlotOptions& options
   PlotArea& a = plan.area;
 
   // The frame takes what the title, labels and tick labels leave.
-  plan.scale = options.width >= 480 && options.height >= 300 ? 2 : 1;
-  const int s = plan.scale;
+  plan.text.size = options.width >= 480 && options.height >= 300 ? 14 : 12;
+  const TextMetrics m = text_metrics(plan.text);
   int y_tick_w = 0;
   for (double v : plan.y_ticks)
-    y_tick_w = std::max(y_tick_w, text_width(format_tick(v, plan.y_step > 0 ? plan.y_step : v), s));
+    y_tick_w = std::max(y_tick_w,
+                        text_width(format_tick(v, plan.y_step > 0 ? plan.y_step : v), plan.text));
   const int last_x_tick_w =
-      plan.x_ticks.empty() ? 0 : text_width(format_tick(plan.x_ticks.back(), plan.x_step), s);
-  int top = kMargin + (options.title.empty() ? 0 : text_height(kTitleScale) + 12);
-  top = std::max(top, kMargin + kCapHeight * s / 2);  // room for the top tick label
+      plan.x_ticks.empty() ? 0
+                           : text_width(format_tick(plan.x_ticks.back(), plan.x_step), plan.text);
+  int top = kMargin + (options.title.empty() ? 0 : text_metrics(kTitle).line_height + 10);
+  top = std::max(top, kMargin + m.cap_middle());  // room for the top tick label
   int left = kMargin + y_tick_w + kGap / 2 + kTickLength;
-  if (!options.y_label.empty()) left += text_height(s) + kGap;
+  if (!options.y_label.empty()) left += m.line_height + kGap;
   const int right = kMargin + std::max(last_x_tick_w / 2, 4);
-  int bottom = kMargin + kTickLength + kGap / 2 + text_height(s);
-  if (!options.x_label.empty()) bottom += text_height(s) + kGap;
+  int bottom = kMargin + kTickLength + kGap / 2 + m.line_height;
+  if (!options.x_label.empty()) bottom += m.line_height + kGap;
   a.frame = {left, top, options.width - left - right, options.height - top - bottom};
   if (a.frame.w < 40 || a.frame.h < 40)
     throw std::invalid_argument(
@@ -188,36 +190,38 @@ void stroke(std::vector<float>& coverage, const Rect& frame, double x0, double y
 void draw_axes(Image& image, const Plan& plan, const LinePlotOptions& options) {
   const PlotArea& a = plan.area;
   const Rect& f = a.frame;
-  const int s = plan.scale;
+  const TextStyle& style = plan.text;
+  const TextMetrics m = text_metrics(style);
   for (double v : plan.x_ticks) {
     const int px = static_cast<int>(std::lround(a.x_pixel(v)));
     image.fill_rect(px, f.y, 1, f.h, kGridLine);
     image.fill_rect(px, f.y + f.h, 1, kTickLength, kFrame);
     const std::string text = format_tick(v, plan.x_step);
-    draw_text(image, px - text_width(text, s) / 2, f.y + f.h + kTickLength + kGap / 2, text, kInk,
-              s);
+    draw_text(image, px - text_width(text, style) / 2, f.y + f.h + kTickLength + kGap / 2, text,
+              kInk, style);
   }
   for (double v : plan.y_ticks) {
     const int py = static_cast<int>(std::lround(a.y_pixel(v)));
     image.fill_rect(f.x, py, f.w, 1, kGridLine);
     image.fill_rect(f.x - kTickLength, py, kTickLength, 1, kFrame);
     const std::string text = format_tick(v, plan.y_step > 0 ? plan.y_step : v);
-    draw_text(image, f.x - kTickLength - kGap / 2 - text_width(text, s), py - kCapHeight * s / 2,
-              text, kInk, s);
+    draw_text(image, f.x - kTickLength - kGap / 2 - text_width(text, style), py - m.cap_middle(),
+              text, kInk, style);
   }
   image.stroke_rect(f.x - 1, f.y - 1, f.w + 2, f.h + 2, kFrame);
 
   // Titles and axis labels are centred on the frame and shortened if they do not fit.
-  const std::string title = elide(options.title, options.width - 2 * kMargin, kTitleScale);
-  const int title_w = text_width(title, kTitleScale);
+  const std::string title = elide(options.title, options.width - 2 * kMargin, kTitle);
+  const int title_w = text_width(title, kTitle);
   draw_text(image,
             std::clamp(f.x + (f.w - title_w) / 2, kMargin, options.width - kMargin - title_w),
-            kMargin, title, kInk, kTitleScale, /*bold=*/true);
-  const std::string x_label = elide(options.x_label, f.w, s);
-  draw_text(image, f.x + (f.w - text_width(x_label, s)) / 2,
-            options.height - kMargin - text_height(s), x_label, kSubtle, s);
-  const std::string y_label = elide(options.y_label, f.h, s);
-  draw_text_vertical(image, kMargin, f.y + (f.h - text_width(y_label, s)) / 2, y_label, kSubtle, s);
+            kMargin, title, kInk, kTitle);
+  const std::string x_label = elide(options.x_label, f.w, style);
+  draw_text(image, f.x + (f.w - text_width(x_label, style)) / 2,
+            options.height - kMargin - m.line_height, x_label, kSubtle, style);
+  const std::string y_label = elide(options.y_label, f.h, style);
+  draw_text_vertical(image, kMargin, f.y + (f.h - text_width(y_label, style)) / 2, y_label, kSubtle,
+                     style);
 }
 
 // Each series is first drawn as a coverage mask (how much of each pixel its line covers)
@@ -253,14 +257,14 @@ std::vector<std::vector<float>> draw_lines(Image& image, const PlotArea& a,
 void draw_legend(Image& image, const Plan& plan, const std::vector<Series>& series,
                  const std::vector<std::vector<float>>& masks) {
   const Rect& f = plan.area.frame;
-  const int s = plan.scale;
-  const int line_h = text_height(s) + 4;
+  const TextMetrics m = text_metrics(plan.text);
+  const int line_h = m.line_height + 4;
   const int swatch = 24;
   std::vector<std::string> names;
   int name_w = 0;
   for (const Series& sr : series) {
-    names.push_back(elide(sr.name, f.w / 2, s));
-    name_w = std::max(name_w, text_width(names.back(), s));
+    names.push_back(elide(sr.name, f.w / 2, plan.text));
+    name_w = std::max(name_w, text_width(names.back(), plan.text));
   }
   const int w = 10 + swatch + 8 + name_w + 10;
   const int h = 8 + static_cast<int>(series.size()) * line_h + 4;
@@ -289,8 +293,8 @@ void draw_legend(Image& image, const Plan& plan, const std::vector<Series>& seri
   for (size_t k = 0; k < series.size(); ++k) {
     const int y = at[1] + 8 + static_cast<int>(k) * line_h;
     const Rgb colour = series[k].colour.value_or(kPalette[k % kPalette.size()]);
-    image.fill_rect(at[0] + 10, y + kCapHeight * s / 2 - 1, swatch, 3, colour);
-    draw_text(image, at[0] + 10 + swatch + 8, y, names[k], kInk, s);
+    image.fill_rect(at[0] + 10, y + m.cap_middle() - 1, swatch, 3, colour);
+    draw_text(image, at[0] + 10 + swatch + 8, y, names[k], kInk, plan.text);
   }
 }
 

@@ -2,16 +2,18 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "autograd/errors.h"
-#include "viz/font.h"
+#include "viz/text.h"
 
 namespace gf::viz {
 
 namespace {
 
-constexpr int kTop = 30;              // the title above the square
+constexpr TextStyle kTitle{.size = 15, .bold = true};
+constexpr int kTitleTop = 8;
 constexpr int kMargin = 10;           // around the rest of it
 constexpr int kDotRadiusSquared = 5;  // a dot: the pixels within sqrt(5) of the point's
 constexpr float kLightness = 0.25f;   // how much of a class's colour tints its region
@@ -41,10 +43,17 @@ void check_arguments(std::span<const int32_t> classes, const Tensor& points,
       throw std::invalid_argument(fmt::format("regions: class {} has no colour", labels.data()[i]));
 }
 
+// The square sits under the title, centred in an image as wide as the wider of the two.
+Rect square_of(const RegionsOptions& options) {
+  const int width = std::max(options.size, text_width(options.title, kTitle)) + 2 * kMargin;
+  return {(width - options.size) / 2, kTitleTop + text_metrics(kTitle).line_height + 6,
+          options.size, options.size};
+}
+
 }  // namespace
 
 Rect region_square(const RegionsOptions& options) {
-  return {kMargin, kTop, options.size, options.size};
+  return square_of(options);
 }
 
 std::vector<float> region_pixel_centres(const RegionsOptions& options) {
@@ -66,23 +75,27 @@ Image regions(std::span<const int32_t> classes, const Tensor& points, const Inde
   const int size = options.size;
   const float lo = options.lo, hi = options.hi, side = static_cast<float>(size);
   const std::vector<Rgb>& strong = options.colours;
-  Image image(size + 2 * kMargin, size + kTop + kMargin);
+  const Rect square = square_of(options);
+  const int left = square.x, top = square.y;
+  Image image(std::max(size, text_width(options.title, kTitle)) + 2 * kMargin,
+              top + size + kMargin);
   for (int i = 0; i < size * size; ++i)
     image.set(
-        kMargin + i % size, kTop + i / size,
+        left + i % size, top + i / size,
         mix(kWhite, strong[static_cast<size_t>(classes[static_cast<size_t>(i)])], kLightness));
   for (int64_t i = 0; i < labels.numel(); ++i) {
     const float px = points.data()[2 * i], py = points.data()[2 * i + 1];
-    const int x = kMargin + static_cast<int>((px - lo) / (hi - lo) * side);
-    const int y = kTop + static_cast<int>((hi - py) / (hi - lo) * side);
+    const int x = left + static_cast<int>((px - lo) / (hi - lo) * side);
+    const int y = top + static_cast<int>((hi - py) / (hi - lo) * side);
     for (int dy = -2; dy <= 2; ++dy)
       for (int dx = -2; dx <= 2; ++dx)
-        if (dx * dx + dy * dy <= kDotRadiusSquared && x + dx >= kMargin &&
-            x + dx < kMargin + size && y + dy >= kTop && y + dy < kTop + size)
+        if (dx * dx + dy * dy <= kDotRadiusSquared && x + dx >= left && x + dx < left + size &&
+            y + dy >= top && y + dy < top + size)
           image.set(x + dx, y + dy, strong[static_cast<size_t>(labels.data()[i])]);
   }
-  image.stroke_rect(kMargin - 1, kTop - 1, size + 2, size + 2, kBlack);
-  draw_text(image, kMargin, 8, options.title, kBlack, 1, /*bold=*/true);
+  image.stroke_rect(left - 1, top - 1, size + 2, size + 2, kBlack);
+  draw_text(image, (image.width() - text_width(options.title, kTitle)) / 2, kTitleTop,
+            options.title, kBlack, kTitle);
   return image;
 }
 

@@ -1,7 +1,8 @@
 // What a classifier of points in the plane has learned: a square of the plane drawn pixel by
 // pixel in a light colour for the class predicted there, with the training points on top as
-// dots in the strong colour of their class, inside a frame, under a title. The caller runs its
-// model on region_pixel_centres() and passes one class per pixel.
+// dots in the strong colour of their class, inside a frame, centred under a title (a title
+// wider than the square widens the image). The caller runs its model on
+// region_pixel_centres() and passes one class per pixel.
 #pragma once
 
 #include <cstdint>

@@ -69,7 +69,7 @@ struct RunPage {
   Facts configuration{};   // the model and training settings
   Facts data{};            // sizes, tokenizer
   std::vector<std::pair<std::string, std::string>> data_examples{};  // a few (source, target)
-  Facts timings{};                                                    // "training", "12.3 s"
+  Facts timings{};                                                   // "training", "12.3 s"
   std::vector<Curve> curves{};  // loss, learning rate, the dev metric
   std::string sample_metric{};  // what Sample::score is: "sentence BLEU", "exact"
   std::vector<Sample> samples{};

@@ -181,7 +181,7 @@ TEST_CASE("help for the command and each subcommand names the main flags", "[cli
         "--vocab-size", "--batch-tokens"}},
       {{"score", "--help"}, {"--ckpt", "--pairs"}},
       {{"decode", "--help"}, {"--ckpt", "--beam", "--length-penalty", "--max-len"}},
-      {{"attention", "--help"}, {"--ckpt", "--src", "--tgt", "--out"}},
+      {{"attention", "--help"}, {"--ckpt", "--src", "--tgt", "--out", "--font"}},
       {{"translate", "--help"}, {"--ckpt", "--beam", "--length-penalty"}},
       {{"eval", "--help"},
        {"--ckpt", "--data", "--beam", "--length-penalty", "--alignment-layer", "--hypotheses"}},
@@ -439,6 +439,10 @@ TEST_CASE("mistakes exit non-zero with a message on stderr and never crash", "[c
       {{"attention", "--ckpt", ckpt, "--src", "5 x 7"}, "--src: \"x\" is not a token id"},
       {{"attention", "--ckpt", ckpt, "--src", "5 12 2"},
        "--src: token id 12 is out of range [0, 11)"},
+      {{"attention", "--ckpt", ckpt, "--src", "5 6 2", "--font", bad},
+       "transformer: error: text: " + bad + " is not a TrueType or OpenType font"},
+      {{"attention", "--ckpt", ckpt, "--src", "5 6 2", "--font", missing},
+       "File does not exist: " + missing},
   };
   expect_refused(cases);
 }

@@ -4,6 +4,7 @@
 
 #include "tests/viz/viz_testing.h"
 #include "viz/bar_chart.h"
+#include "viz/text.h"
 
 using namespace gf::viz;
 using Catch::Matchers::Contains;
@@ -24,7 +25,12 @@ TEST_CASE("bar chart layout: a row per label, the axis from 0 to past the longes
           "[viz][bar_chart]") {
   const BarChartLayout layout = bar_chart_layout(kChart, 500);
   CHECK(layout.width == 500);
-  CHECK(layout.height == layout.top + 2 * layout.row_height + 56);
+  // Above the bars the title and the legend, a line each; below them the tick values and
+  // the axis name.
+  const int line = text_metrics({.size = 14}).line_height;
+  const int title = text_metrics({.size = 18, .bold = true}).line_height;
+  CHECK(layout.top == 10 + title + 6 + line + 10);
+  CHECK(layout.height == layout.top + 2 * layout.row_height + 2 * line + 28);
   CHECK(layout.ticks.front() == 0.0);
   CHECK(layout.x_max == Approx(9.0 * 1.02));  // the line at 9, with 2% to spare
   CHECK(layout.ticks.back() <= layout.x_max);

@@ -10,6 +10,7 @@
 #include "autograd/tensor.h"
 #include "tests/viz/viz_testing.h"
 #include "viz/heatmap.h"
+#include "viz/text.h"
 
 using namespace gf::viz;
 using Catch::Matchers::Contains;
@@ -138,12 +139,17 @@ TEST_CASE("labels, axis names and the title are drawn where the layout leaves ro
     const Rect r = layout.cell_rect(i, 0);
     CHECK(ink(image, 0, r.y, c.x - 1, r.h) > 10);
   }
+  // Level column labels: their line box ends a gap of 6 pixels above the cells.
+  const TextMetrics m = text_metrics({.size = layout.label_size});
   for (int64_t j = 0; j < 4; ++j) {
     const Rect r = layout.cell_rect(0, j);
-    CHECK(ink(image, r.x, c.y - 12 * layout.label_scale, r.w, 10 * layout.label_scale) > 5);
+    CHECK(ink(image, r.x, c.y - 6 - m.line_height, r.w, m.line_height) > 5);
+    CHECK(ink(image, r.x, c.y - 5, r.w, 4) == 0);
   }
-  // The title at the top; nothing below the cells but white.
-  CHECK(ink(image, 0, 0, layout.width, 14 + 2 * 9) > 50);
+  // The title at the top (below a margin of 14 pixels); nothing below the cells but white.
+  const int title_height = text_metrics({.size = 18, .bold = true}).line_height;
+  CHECK(ink(image, 0, 0, layout.width, 14) == 0);
+  CHECK(ink(image, 0, 14, layout.width, title_height) > 50);
   CHECK(ink(image, 0, c.y + c.h + 1, c.x + c.w + 1, layout.height - c.y - c.h - 1) == 0);
   // Unlabelled heatmaps number their rows and columns, and accept any UTF-8 label.
   CHECK_NOTHROW(heatmap(values, 4, 4, {.row_labels = {"\xc3\xbc", "\xff", "", "x"}}));
@@ -154,7 +160,7 @@ TEST_CASE("big matrices get smaller cells and keep every label legible", "[viz][
   const HeatmapLayout layout = heatmap_layout(values, 60, 90);
   CHECK(layout.cell >= 4);
   CHECK(layout.cell < 10);
-  CHECK(layout.label_scale == 1);
+  CHECK(layout.label_size == 12);  // small cells, small labels
   CHECK(layout.width < 1000);
   const Image image = heatmap(values, 60, 90);
   check_cell(image, layout, 59, 89, colour_map(0.5f));
@@ -205,7 +211,8 @@ TEST_CASE("grid lays panels out row by row under a title", "[viz][heatmap]") {
   CHECK(g.at(39, 49) == Rgb{0, 0, 255});  // second row, first column
   CHECK(g.at(42, 10) == kWhite);          // spacing
   const Image titled = grid(panels, 3, "layers x heads");
-  CHECK(titled.height() > 25 + 3 * 9);  // room for the title, drawn at scale 3
+  // Room for the title, a line of 20-pixel bold text below a margin of 14.
+  CHECK(titled.height() == 14 + text_metrics({.size = 20, .bold = true}).line_height + 25);
   CHECK(ink(titled, 0, 0, titled.width(), titled.height(), Rgb{255, 0, 0}) ==
         titled.width() * titled.height() - 30 * 20);  // the red panel is whole
   REQUIRE_THROWS_WITH(grid({}, 2), Contains("grid: there are no panels"));

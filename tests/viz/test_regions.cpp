@@ -6,6 +6,7 @@
 #include "autograd/tensor.h"
 #include "tests/viz/viz_testing.h"
 #include "viz/regions.h"
+#include "viz/text.h"
 
 using namespace gf::viz;
 using Catch::Matchers::Contains;
@@ -35,7 +36,12 @@ TEST_CASE("regions colour each pixel by its class and draw the points on top", "
   const IndexTensor labels = IndexTensor::from({2}, {0, 1});
   const Image image = regions(classes, points, labels, options);
   const Rect square = region_square(options);
-  CHECK(image.width() == square.x + 20 + square.x);
+  // The title is wider than the square: the image is as wide as the title plus margins of
+  // 10, with the square centred under it.
+  CHECK(image.width() == text_width("two classes", {.size = 15, .bold = true}) + 20);
+  CHECK(image.width() - (square.x + 20) - square.x <= 1);
+  CHECK(image.width() - (square.x + 20) - square.x >= 0);
+  CHECK(region_square({.size = 20}).x == 10);  // no title: margins of 10
   CHECK(image.height() > square.y + 20);
   const auto pixel = [&](int col, int row) {
     return image.at(square.x + col, square.y + row);

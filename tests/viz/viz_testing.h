@@ -1,11 +1,13 @@
 // Helpers shared by the viz tests: Catch2 prints an Rgb as "rgb(68, 1, 84)" when a check
-// fails, and ink() counts the pixels that are not the background.
+// fails, ink() counts the pixels that are not the background, and BuiltinFont draws with the
+// bitmap font for as long as it lives.
 #pragma once
 
 #include <catch2/catch.hpp>
 #include <string>
 
 #include "viz/png.h"
+#include "viz/text.h"
 
 namespace Catch {
 template <>
@@ -26,5 +28,14 @@ inline int ink(const Image& image, int x, int y, int w, int h, Rgb background = 
     for (int px = x; px < x + w; ++px) n += image.at(px, py) != background;
   return n;
 }
+
+// While one lives, text is drawn with the built-in bitmap font, as on a machine without font
+// files; afterwards with the system's fonts again.
+struct BuiltinFont {
+  BuiltinFont() { use_builtin_font(); }
+  ~BuiltinFont() { use_system_fonts(); }
+  BuiltinFont(const BuiltinFont&) = delete;
+  BuiltinFont& operator=(const BuiltinFont&) = delete;
+};
 
 }  // namespace gf::viz::testing

@@ -1,12 +1,11 @@
-#include "viz/font.h"
-
-#include <fmt/format.h>
+#include "viz/bitmap_font.h"
 
 #include <array>
 #include <cstdint>
-#include <stdexcept>
 
 namespace gf::viz {
+
+namespace bitmap {
 
 namespace {
 
@@ -19,7 +18,6 @@ constexpr int kGlyphsPerBand = 12;
 constexpr size_t kGlyphCount = kBands * kGlyphsPerBand;
 constexpr size_t kArtRows = kBands * kGlyphHeight;
 constexpr char32_t kFirst = 32;  // the space
-constexpr char32_t kMissing = 127;
 constexpr std::array<std::string_view, kArtRows> kArt = {
     // space ! " # $ % & ' ( ) * +
     "..... ..#.. .#.#. .#.#. ..#.. ##... .##.. ..#.. ...#. .#... ..... .....",
@@ -137,12 +135,23 @@ constexpr Glyph kWordStartGlyph = {0, 0, 0, 0, 0, 0, 0b10001, 0b11111, 0};
 
 const Glyph& glyph(char32_t c) {
   if (c == kWordStart) return kWordStartGlyph;
-  if (c < kFirst || c > kMissing) c = kMissing;
+  if (!has_glyph(c)) c = kMissing;
   return kFont[static_cast<size_t>(c - kFirst)];
 }
 
-// Reads the UTF-8 code point that starts at text[i] and moves i past it. A malformed
-// sequence reads as kMissing and moves i by one byte, so every broken byte shows as a box.
+}  // namespace
+
+bool has_glyph(char32_t c) {
+  return c == kWordStart || (c >= kFirst && c < kMissing);
+}
+
+bool glyph_pixel(char32_t c, int col, int row) {
+  if (col < 0 || col >= kGlyphWidth || row < 0 || row >= kGlyphHeight) return false;
+  return glyph(c)[static_cast<size_t>(row)] >> (kGlyphWidth - 1 - col) & 1;
+}
+
+}  // namespace bitmap
+
 char32_t next_code_point(std::string_view text, size_t& i) {
   const auto byte = [&text](size_t k) {
     return static_cast<uint8_t>(text[k]);
@@ -155,90 +164,18 @@ char32_t next_code_point(std::string_view text, size_t& i) {
   const size_t length = lead >= 0xF0 && lead < 0xF8 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 0;
   if (length == 0 || i + length > text.size()) {
     ++i;
-    return kMissing;
+    return kBrokenByte;
   }
   char32_t c = lead & (0x7F >> length);
   for (size_t k = 1; k < length; ++k) {
     if ((byte(i + k) & 0xC0) != 0x80) {
       ++i;
-      return kMissing;
+      return kBrokenByte;
     }
     c = c << 6 | (byte(i + k) & 0x3F);
   }
   i += length;
   return c;
-}
-
-void check_scale(int scale) {
-  if (scale < 1)
-    throw std::invalid_argument(
-        fmt::format("font: scale {} is not a positive whole number", scale));
-}
-
-int count_code_points(std::string_view text) {
-  int n = 0;
-  for (size_t i = 0; i < text.size(); ++n) next_code_point(text, i);
-  return n;
-}
-
-// Calls plot(u, v) for every inked image pixel of text laid out horizontally, u along the
-// text and v down, relative to the bounding box's top-left corner.
-template <typename Plot>
-void for_each_ink(std::string_view text, int scale, Plot plot) {
-  check_scale(scale);
-  int pen = 0;
-  for (size_t i = 0; i < text.size(); pen += kAdvance * scale) {
-    const Glyph& g = glyph(next_code_point(text, i));
-    for (int row = 0; row < kGlyphHeight; ++row)
-      for (int col = 0; col < kGlyphWidth; ++col)
-        if (g[static_cast<size_t>(row)] >> (kGlyphWidth - 1 - col) & 1)
-          for (int dy = 0; dy < scale; ++dy)
-            for (int dx = 0; dx < scale; ++dx) plot(pen + col * scale + dx, row * scale + dy);
-  }
-}
-
-}  // namespace
-
-bool glyph_pixel(char32_t c, int col, int row) {
-  if (col < 0 || col >= kGlyphWidth || row < 0 || row >= kGlyphHeight) return false;
-  return glyph(c)[static_cast<size_t>(row)] >> (kGlyphWidth - 1 - col) & 1;
-}
-
-int text_width(std::string_view text, int scale) {
-  check_scale(scale);
-  const int n = count_code_points(text);
-  return n == 0 ? 0 : (n * kAdvance - (kAdvance - kGlyphWidth)) * scale;
-}
-
-int text_height(int scale) {
-  check_scale(scale);
-  return kGlyphHeight * scale;
-}
-
-void draw_text(Image& image, int x, int y, std::string_view text, Rgb colour, int scale,
-               bool bold) {
-  for_each_ink(text, scale, [&](int u, int v) {
-    image.set(x + u, y + v, colour);
-    if (bold) image.set(x + u + 1, y + v, colour);
-  });
-}
-
-void draw_text_vertical(Image& image, int x, int y, std::string_view text, Rgb colour, int scale) {
-  // Turning counter-clockwise sends the text's start to the bottom: (u, v) -> (v, W - 1 - u).
-  const int w = text_width(text, scale);
-  for_each_ink(text, scale, [&](int u, int v) { image.set(x + v, y + w - 1 - u, colour); });
-}
-
-std::string elide(std::string_view text, int max_width, int scale) {
-  if (text_width(text, scale) <= max_width) return std::string(text);
-  const int marker = text_width("..", scale) + (kAdvance - kGlyphWidth) * scale;
-  size_t end = 0;
-  for (size_t i = 0; i < text.size();) {
-    next_code_point(text, i);
-    if (text_width(text.substr(0, i), scale) + marker > max_width) break;
-    end = i;
-  }
-  return std::string(text.substr(0, end)) + "..";
 }
 
 }  // namespace gf::viz
