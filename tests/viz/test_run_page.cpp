@@ -89,7 +89,7 @@ TEST_CASE("run page JSON: curves keep whole numbers short and write gaps as null
   CHECK(curve["series"][0]["name"] == "train");
 }
 
-TEST_CASE("run page JSON: attention weights in whole thousandths, clamped to [0, 1000]",
+TEST_CASE("run page JSON: attention weights in whole thousandths, clamped to 0..1000",
           "[viz][run_page]") {
   const json example = json::parse(run_page_json(small_page()))["attention"][0];
   CHECK(example["label"] == "dev pair 1");
