@@ -407,13 +407,17 @@ function drawSamples() {
   const metric = RUN.sample_metric || "score";
   const scores = RUN.samples.map((s) => s.score).filter((v) => v !== null);
   const best = Math.max(1, ...scores);  // bars relative to 1, or to the best when above it
-  const exact = RUN.samples.filter((s) => s.output === s.reference).length;
+  const matches = (sample) => sample.reference !== "" && sample.output === sample.reference;
+  const exact = RUN.samples.filter(matches).length;
   // Scores in [0, 1] (BLEU as a fraction, exact match) get three decimals, larger ones one.
   const decimals = extent(scores.map(Math.abs))[1] <= 1 ? 3 : 1;
   const formatScore = (score) => (score === null ? "–" : score.toFixed(decimals));
   const mean = scores.reduce((a, b) => a + b, 0) / Math.max(1, scores.length);
-  document.getElementById("samples-summary").textContent =
-    `${RUN.samples.length} samples · mean ${metric} ${formatScore(mean)} · ${exact} exactly right`;
+  // A page of `transformer report` decodes sentences that come without a reference: then
+  // there is nothing to score or to match.
+  document.getElementById("samples-summary").textContent = scores.length === 0
+    ? `${RUN.samples.length} samples · ${metric}`
+    : `${RUN.samples.length} samples · mean ${metric} ${formatScore(mean)} · ${exact} exactly right`;
 
   const table = html("table", { class: "samples" },
     html("thead", {}, html("tr", {},
@@ -422,7 +426,7 @@ function drawSamples() {
   const body = html("tbody");
   RUN.samples.forEach((sample, i) => {
     const width = sample.score === null ? 0 : Math.round(clamp(sample.score / best, 0, 1) * 40);
-    body.append(html("tr", { class: sample.output === sample.reference ? "sample exact" : "sample" },
+    body.append(html("tr", { class: matches(sample) ? "sample exact" : "sample" },
       html("td", { class: "index", text: String(i + 1) }),
       html("td", { class: "source", text: sample.source }),
       html("td", { class: "reference", text: sample.reference }),
