@@ -704,83 +704,88 @@ nlohmann::json page_data(const fs::path& page) {
 
 }  // namespace
 
-TEST_CASE("train writes the run's page beside the checkpoint", "[cli][page]") {
-  const TrainedCopy& copy = trained_copy();
-  const fs::path page = copy.dir / "copy.html";
-  CHECK_THAT(copy.result.out, Contains("saved: " + page.string() + " (the run's page"));
-  const nlohmann::json data = page_data(page);
-  CHECK(data["format"] == "gradformer-run-page/1");
-  CHECK(data["title"] == (copy.dir / "copy.safetensors").string());
-  // The training loss, the learning rate and the dev metric, one loss per step.
-  REQUIRE(data["curves"].size() == 3);
-  CHECK(data["curves"][0]["series"][0]["y"].size() == 300);
-  // 25 snapshots of 300 steps: 0, 12, 24, ..., 300, each of every layer and head.
-  REQUIRE(data["snapshots"].size() == 25);
-  CHECK(data["snapshots"][0]["step"] == 0);
-  CHECK(data["snapshots"][24]["step"] == 300);
-  REQUIRE(data["attention"].size() == 3);
-  const nlohmann::json& first = data["attention"][0];
-  const size_t src = first["source_tokens"].size(), tgt = first["target_next"].size();
-  CHECK(src == 7);  // 6 symbols and </s>
-  CHECK(first["target_read"][0] == "<s>");
-  CHECK(first["target_next"][tgt - 1] == "</s>");
-  for (const char* kind : {"encoder", "decoder", "cross"}) {
-    REQUIRE(first[kind].size() == kLayers);
-    REQUIRE(first[kind][0].size() == kHeads);
+// One test case for both, so that the copy model is trained once: under qemu a training run
+// takes more than a minute.
+TEST_CASE("train writes the run's page beside the checkpoint, and report one for any checkpoint",
+          "[cli][page]") {
+  SECTION("train's page") {
+    const TrainedCopy& copy = trained_copy();
+    const fs::path page = copy.dir / "copy.html";
+    CHECK_THAT(copy.result.out, Contains("saved: " + page.string() + " (the run's page"));
+    const nlohmann::json data = page_data(page);
+    CHECK(data["format"] == "gradformer-run-page/1");
+    CHECK(data["title"] == (copy.dir / "copy.safetensors").string());
+    // The training loss, the learning rate and the dev metric, one loss per step.
+    REQUIRE(data["curves"].size() == 3);
+    CHECK(data["curves"][0]["series"][0]["y"].size() == 300);
+    // 25 snapshots of 300 steps: 0, 12, 24, ..., 300, each of every layer and head.
+    REQUIRE(data["snapshots"].size() == 25);
+    CHECK(data["snapshots"][0]["step"] == 0);
+    CHECK(data["snapshots"][24]["step"] == 300);
+    REQUIRE(data["attention"].size() == 3);
+    const nlohmann::json& first = data["attention"][0];
+    const size_t src = first["source_tokens"].size(), tgt = first["target_next"].size();
+    CHECK(src == 7);  // 6 symbols and </s>
+    CHECK(first["target_read"][0] == "<s>");
+    CHECK(first["target_next"][tgt - 1] == "</s>");
+    for (const char* kind : {"encoder", "decoder", "cross"}) {
+      REQUIRE(first[kind].size() == kLayers);
+      REQUIRE(first[kind][0].size() == kHeads);
+    }
+    CHECK(first["encoder"][0][0].size() == src * src);
+    CHECK(first["cross"][0][0].size() == tgt * src);
+    // The trained model copies: in its one cross-attention layer, some head puts most of each
+    // row's weight on the source position it copies (weights in thousandths).
+    int diagonal_rows = 0;
+    for (const auto& head : first["cross"][0]) {
+      int rows = 0;
+      for (size_t i = 0; i + 1 < tgt; ++i) rows += head[i * src + i].get<int>() > 500;
+      diagonal_rows = std::max(diagonal_rows, rows);
+    }
+    CHECK(diagonal_rows == static_cast<int>(tgt) - 1);
+    // Every sample was copied exactly, and the last dev-metric point says so too.
+    REQUIRE(data["samples"].size() == 8);
+    for (const auto& sample : data["samples"]) {
+      CHECK(sample["output"] == sample["reference"]);
+      CHECK(sample["score"] == 1.0);
+    }
+    CHECK(data["curves"][2]["series"][0]["y"].back() == 100.0);
   }
-  CHECK(first["encoder"][0][0].size() == src * src);
-  CHECK(first["cross"][0][0].size() == tgt * src);
-  // The trained model copies: in its one cross-attention layer, some head puts most of each
-  // row's weight on the source position it copies (weights in thousandths).
-  int diagonal_rows = 0;
-  for (const auto& head : first["cross"][0]) {
-    int rows = 0;
-    for (size_t i = 0; i + 1 < tgt; ++i) rows += head[i * src + i].get<int>() > 500;
-    diagonal_rows = std::max(diagonal_rows, rows);
-  }
-  CHECK(diagonal_rows == static_cast<int>(tgt) - 1);
-  // Every sample was copied exactly, and the last dev-metric point says so too.
-  REQUIRE(data["samples"].size() == 8);
-  for (const auto& sample : data["samples"]) {
-    CHECK(sample["output"] == sample["reference"]);
-    CHECK(sample["score"] == 1.0);
-  }
-  CHECK(data["curves"][2]["series"][0]["y"].back() == 100.0);
-}
 
-TEST_CASE("report writes a page for any checkpoint", "[cli][page]") {
-  const TrainedCopy& copy = trained_copy();
-  const fs::path out = copy.dir / "report.html";
-  const Result r = transformer(Args{"report", "--ckpt", copy.ckpt.string(), "--src",
-                                    "5 6 7 8 9 10 2", "--out", out.string()});
-  INFO(r);
-  REQUIRE(r.status == 0);
-  CHECK_THAT(r.out, Contains("wrote " + out.string()));
-  const nlohmann::json data = page_data(out);
-  REQUIRE(data["attention"].size() == 1);
-  CHECK(data["attention"][0]["label"] == "5 6 7 8 9 10 2");
-  CHECK(data["attention"][0]["target_next"] ==
-        nlohmann::json::array({"5", "6", "7", "8", "9", "10", "</s>"}));
-  CHECK(data["samples"][0]["output"] == "5 6 7 8 9 10");
-  CHECK(data["snapshots"].size() == 25);  // from the training state beside the checkpoint
-  CHECK(data["curves"].size() == 3);
+  SECTION("report's page") {
+    const TrainedCopy& copy = trained_copy();
+    const fs::path out = copy.dir / "report.html";
+    const Result r = transformer(Args{"report", "--ckpt", copy.ckpt.string(), "--src",
+                                      "5 6 7 8 9 10 2", "--out", out.string()});
+    INFO(r);
+    REQUIRE(r.status == 0);
+    CHECK_THAT(r.out, Contains("wrote " + out.string()));
+    const nlohmann::json data = page_data(out);
+    REQUIRE(data["attention"].size() == 1);
+    CHECK(data["attention"][0]["label"] == "5 6 7 8 9 10 2");
+    CHECK(data["attention"][0]["target_next"] ==
+          nlohmann::json::array({"5", "6", "7", "8", "9", "10", "</s>"}));
+    CHECK(data["samples"][0]["output"] == "5 6 7 8 9 10");
+    CHECK(data["snapshots"].size() == 25);  // from the training state beside the checkpoint
+    CHECK(data["curves"].size() == 3);
 
-  SECTION("without its training state, the page has no curves and needs --src") {
-    TempDir dir;
-    fs::copy_file(copy.ckpt, dir / "alone.safetensors");
-    expect_refused(
-        {{Args{"report", "--ckpt", (dir / "alone.safetensors").string()},
-          "has no training state with snapshots beside it; give a sentence with "
-          "--src"},
-         {Args{"report", "--ckpt", (dir / "alone.safetensors").string(), "--src", "5 99 2"},
-          "--src \"5 99 2\": token id 99 is out of range [0, 11)"}});
-    const Result alone = transformer(
-        Args{"report", "--ckpt", (dir / "alone.safetensors").string(), "--src", "4 5 2"});
-    INFO(alone);
-    REQUIRE(alone.status == 0);
-    const nlohmann::json page = page_data(dir / "alone.html");  // the default: beside it
-    CHECK(page["curves"].empty());
-    CHECK(page["snapshots"].empty());
-    CHECK(page["attention"].size() == 1);
+    SECTION("without its training state, the page has no curves and needs --src") {
+      TempDir dir;
+      fs::copy_file(copy.ckpt, dir / "alone.safetensors");
+      expect_refused(
+          {{Args{"report", "--ckpt", (dir / "alone.safetensors").string()},
+            "has no training state with snapshots beside it; give a sentence with "
+            "--src"},
+           {Args{"report", "--ckpt", (dir / "alone.safetensors").string(), "--src", "5 99 2"},
+            "--src \"5 99 2\": token id 99 is out of range [0, 11)"}});
+      const Result alone = transformer(
+          Args{"report", "--ckpt", (dir / "alone.safetensors").string(), "--src", "4 5 2"});
+      INFO(alone);
+      REQUIRE(alone.status == 0);
+      const nlohmann::json page = page_data(dir / "alone.html");  // the default: beside it
+      CHECK(page["curves"].empty());
+      CHECK(page["snapshots"].empty());
+      CHECK(page["attention"].size() == 1);
+    }
   }
 }
