@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 #include <stdexcept>
 
@@ -137,8 +138,20 @@ bool decodes_to(const TokenIds& output, std::span<const int32_t> target, int32_t
 
 double exact_match(Transformer& model, std::span<const data::Pair> pairs) {
   std::vector<std::vector<int32_t>> sources;
-  for (const data::Pair& p : pairs) sources.push_back(p.src);
-  const std::vector<TokenIds> outputs = decode_corpus(model, sources, {.by_length = false});
+  // No output longer than tgt.size() - 1 tokens can match (decodes_to): a target with eos needs
+  // its content and then eos, one without needs its tokens. So decoding may stop there, where
+  // an untrained model would go on to its source's length + 50 (GreedyOptions::max_len). Only
+  // when that is below every source's own limit, so that no answer changes.
+  int64_t longest = 1;
+  int64_t shortest_source = std::numeric_limits<int64_t>::max();
+  for (const data::Pair& p : pairs) {
+    sources.push_back(p.src);
+    longest = std::max(longest, std::ssize(p.tgt) - 1);
+    shortest_source = std::min(shortest_source, std::ssize(p.src));
+  }
+  const bool within_limits = longest <= shortest_source + 50;
+  const std::vector<TokenIds> outputs =
+      decode_corpus(model, sources, {.max_len = within_limits ? longest : 0, .by_length = false});
   int64_t exact = 0;
   for (size_t i = 0; i < pairs.size(); ++i)
     exact += decodes_to(outputs[i], pairs[i].tgt, model.config.eos_id);

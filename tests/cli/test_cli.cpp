@@ -629,7 +629,7 @@ TEST_CASE("threads: copy training, decoding and scoring give the same bytes at 1
     const fs::path losses = dir / ("losses" + threads + ".tsv");
     const Result t = transformer(
         words("train --task copy --length 8 --layers 2 --d-model 64 --d-ff 256 --heads 4 "
-              "--batch 64 --steps 40 --warmup 20 --dropout 0.1 --seed 5") +
+              "--batch 64 --steps 40 --warmup 20 --dropout 0.1 --seed 5 --snapshots 3") +
         Args{"--threads", threads, "--save", ckpt.string(), "--log-losses", losses.string()});
     INFO(threads << " threads\n" << t);
     REQUIRE(t.status == 0);
@@ -668,7 +668,7 @@ TEST_CASE("threads: toy translation training and evaluation give the same bytes 
     const fs::path hypotheses = dir / ("hyp" + threads + ".txt");
     const Result t = transformer(
         words("train --task translate --d-model 64 --d-ff 128 --heads 4 --layers 1 --steps 30 "
-              "--warmup 20 --lr 0.5 --batch-tokens 1500 --dropout 0.1 --seed 2") +
+              "--warmup 20 --lr 0.5 --batch-tokens 1500 --dropout 0.1 --seed 2 --snapshots 3") +
         Args{"--threads", threads, "--data", (toy / "train.tsv").string(), "--dev",
              (toy / "dev.tsv").string(), "--save", ckpt.string()});
     INFO(threads << " threads\n" << t);
