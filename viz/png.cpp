@@ -3,16 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstdio>
-#include <filesystem>
 #include <stdexcept>
-#include <system_error>
+
+#include "viz/atomic_file.h"
 
 // stb_image_write is a single-header library: the implementation is compiled here and
 // nowhere else. STATIC keeps its symbols private to this file; NO_STDIO because we write
-// the file ourselves (below), to get atomic replacement and real error messages.
+// the file ourselves (viz/atomic_file.h), to get atomic replacement and real error messages.
 #define STB_IMAGE_WRITE_IMPLEMENTATION
 #define STB_IMAGE_WRITE_STATIC
 #define STBI_WRITE_NO_STDIO
@@ -102,36 +100,8 @@ std::vector<uint8_t> encode_png(const Image& image) {
 }
 
 void write_png(const Image& image, const std::string& path) {
-  namespace fs = std::filesystem;
-  auto fail = [&path](const std::string& reason) {
-    return std::runtime_error(fmt::format("png: cannot write {}: {}", path, reason));
-  };
-  if (path.empty()) throw fail("the path is empty");
   const std::vector<uint8_t> bytes = encode_png(image);
-
-  std::error_code ec;
-  const fs::path parent = fs::path(path).parent_path();
-  if (!parent.empty()) {
-    fs::create_directories(parent, ec);
-    if (ec) throw fail(ec.message());
-  }
-
-  const std::string temporary = path + ".tmp";
-  std::FILE* file = std::fopen(temporary.c_str(), "wb");
-  if (file == nullptr) throw fail(std::generic_category().message(errno));
-  const bool written = std::fwrite(bytes.data(), 1, bytes.size(), file) == bytes.size();
-  int error = written ? 0 : (errno != 0 ? errno : EIO);
-  if (std::fclose(file) != 0 && error == 0) error = errno;  // a full disk may show up only here
-  if (error != 0) {
-    fs::remove(temporary, ec);
-    throw fail(std::generic_category().message(error));
-  }
-  fs::rename(temporary, path, ec);
-  if (ec) {
-    const std::string reason = ec.message();
-    fs::remove(temporary, ec);
-    throw fail(reason);
-  }
+  write_file_atomically({reinterpret_cast<const char*>(bytes.data()), bytes.size()}, path, "png");
 }
 
 }  // namespace gf::viz

@@ -3,15 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstdio>
-#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string_view>
-#include <system_error>
 
+#include "viz/atomic_file.h"
 #include "viz/page/run_page_template.h"
 
 namespace gf::viz {
@@ -227,35 +224,7 @@ std::string run_page_html(const RunPage& page) {
 }
 
 void write_run_page(const RunPage& page, const std::string& path) {
-  namespace fs = std::filesystem;
-  auto fail = [&path](const std::string& reason) {
-    return std::runtime_error(fmt::format("run page: cannot write {}: {}", path, reason));
-  };
-  if (path.empty()) throw fail("the path is empty");
-  const std::string html = run_page_html(page);
-
-  std::error_code ec;
-  const fs::path parent = fs::path(path).parent_path();
-  if (!parent.empty()) {
-    fs::create_directories(parent, ec);
-    if (ec) throw fail(ec.message());
-  }
-  const std::string temporary = path + ".tmp";
-  std::FILE* file = std::fopen(temporary.c_str(), "wb");
-  if (file == nullptr) throw fail(std::generic_category().message(errno));
-  const bool written = std::fwrite(html.data(), 1, html.size(), file) == html.size();
-  int error = written ? 0 : (errno != 0 ? errno : EIO);
-  if (std::fclose(file) != 0 && error == 0) error = errno;  // a full disk may show up only here
-  if (error != 0) {
-    fs::remove(temporary, ec);
-    throw fail(std::generic_category().message(error));
-  }
-  fs::rename(temporary, path, ec);
-  if (ec) {
-    const std::string reason = ec.message();
-    fs::remove(temporary, ec);
-    throw fail(reason);
-  }
+  write_file_atomically(run_page_html(page), path, "run page");
 }
 
 }  // namespace gf::viz
