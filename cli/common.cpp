@@ -11,6 +11,7 @@
 
 #include "autograd/errors.h"
 #include "data/vocab.h"
+#include "models/decode.h"
 #include "nn/checkpoint.h"
 #include "nn/safetensors.h"
 
@@ -102,12 +103,14 @@ std::vector<int32_t> parse_ids(const std::string& text, const std::string& what)
   return ids;
 }
 
-std::string token_label(int32_t id, const TransformerConfig& config) {
-  if (id == config.pad_id) return "<pad>";
-  if (id == config.bos_id) return "<s>";
-  if (id == config.eos_id) return "</s>";
-  if (id == 3) return "<unk>";
-  return std::to_string(id);
+std::vector<int32_t> own_translation(Transformer& model, const std::vector<int32_t>& src) {
+  const TransformerConfig& c = model.config;
+  std::vector<int32_t> tgt = {c.bos_id};
+  const std::vector<TokenIds> decoded =
+      greedy_decode(model, IndexTensor::from({1, std::ssize(src)}, src));
+  tgt.insert(tgt.end(), decoded[0].begin(), decoded[0].end());
+  tgt.push_back(c.eos_id);
+  return tgt;
 }
 
 std::string beside(const std::string& path, const std::string& suffix) {

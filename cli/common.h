@@ -38,8 +38,9 @@ Translator load_translator(const std::string& path, float dropout = 0.0f, uint64
 // "5 6 7 2" -> {5, 6, 7, 2}. Throws std::invalid_argument naming `what` for anything else.
 std::vector<int32_t> parse_ids(const std::string& text, const std::string& what);
 
-// How a token id is shown in pictures: <pad>, <s>, </s>, <unk>, or the number.
-std::string token_label(int32_t id, const TransformerConfig& config);
+// The target the decoder reads for the model's own translation of src: <s>, the greedy output,
+// </s>. What `attention` and `report` draw when no target is given.
+std::vector<int32_t> own_translation(Transformer& model, const std::vector<int32_t>& src);
 
 // path with its extension replaced: ("runs/copy.safetensors", ".loss.png") -> "runs/copy.loss.png"
 std::string beside(const std::string& path, const std::string& suffix);

@@ -16,6 +16,7 @@
 #include "models/decode.h"
 #include "nn/attention.h"
 #include "training/evaluate.h"
+#include "training/run_page.h"
 #include "viz/heatmap.h"
 
 namespace gf::cli {
@@ -106,12 +107,8 @@ Sentences read_sentences(const AttentionOptions& o, Transformer& model,
   if (!o.tgt.empty()) {
     tgt = read(o.tgt, "--tgt", false);
     if (tgt.front() != c.bos_id) tgt.insert(tgt.begin(), c.bos_id);
-  } else {  // the model's own translation: bos + greedy output + eos
-    const IndexTensor ids = IndexTensor::from({1, static_cast<int64_t>(src.size())}, src);
-    tgt = {c.bos_id};
-    const std::vector<TokenIds> decoded = greedy_decode(model, ids);
-    tgt.insert(tgt.end(), decoded[0].begin(), decoded[0].end());
-    tgt.push_back(c.eos_id);
+  } else {
+    tgt = own_translation(model, src);
   }
   check_range(tgt, "--tgt");
   if (tgt.size() < 2)
@@ -173,7 +170,6 @@ int run_attention(const AttentionOptions& o) {
   Translator loaded = load_model_and_tokenizer(o.ckpt);
   Transformer* model = loaded.model.get();
   const data::Tokenizer* tokenizer = loaded.tokenizer.get();
-  const TransformerConfig& c = model->config;
   const auto [src, tgt] = read_sentences(o, *model, tokenizer);
 
   // The decoder reads tgt[:-1], and its position i predicts tgt[i+1]. So the rows (queries)
@@ -189,9 +185,10 @@ int run_attention(const AttentionOptions& o) {
     model->forward(IndexTensor::from({1, static_cast<int64_t>(src.size())}, src),
                    IndexTensor::from({1, static_cast<int64_t>(tgt_in.size())}, tgt_in));
   }
-  auto labels = [&](const std::vector<int32_t>& ids) {
+  const training::TokenNames names = training::token_names(tokenizer, model->config);
+  auto labels = [&names](const std::vector<int32_t>& ids) {
     std::vector<std::string> out;
-    for (int32_t id : ids) out.push_back(tokenizer ? tokenizer->label(id) : token_label(id, c));
+    for (int32_t id : ids) out.push_back(names(id));
     return out;
   };
   const Labels all_labels{labels(src), labels(tgt_in), labels(tgt_next)};

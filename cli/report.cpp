@@ -14,7 +14,6 @@
 #include "cli/common.h"
 #include "data/pair.h"
 #include "data/parallel_corpus.h"
-#include "models/decode.h"
 #include "training/resume.h"
 
 namespace gf::cli {
@@ -31,17 +30,6 @@ viz::Facts option_facts(const nn::Metadata& options, std::initializer_list<const
     facts.emplace_back(fmt::format("--{}", flag), it->second);
   }
   return facts;
-}
-
-// The model's output for src, as the decoder reads it: bos, the greedy tokens, eos.
-std::vector<int32_t> own_translation(Transformer& model, const std::vector<int32_t>& src) {
-  const TransformerConfig& c = model.config;
-  std::vector<int32_t> tgt = {c.bos_id};
-  const std::vector<TokenIds> decoded =
-      greedy_decode(model, IndexTensor::from({1, std::ssize(src)}, src));
-  tgt.insert(tgt.end(), decoded[0].begin(), decoded[0].end());
-  tgt.push_back(c.eos_id);
-  return tgt;
 }
 
 // The ids of a --src: text through the tokenizer (which adds eos), or ids as given.
