@@ -16,23 +16,14 @@
 #include "data/toy_language.h"
 #include "data/word_alignment.h"
 #include "models/decode.h"
+#include "tests/support/tiny_model.h"
 #include "training/evaluate.h"
 
 using namespace gf;
 using namespace gf::training;
+using gf::testing::tiny_config;
 
 namespace {
-
-TransformerConfig tiny(int64_t vocab_size = 11) {
-  return {.vocab_size = vocab_size,
-          .d_model = 16,
-          .d_ff = 32,
-          .heads = 2,
-          .encoder_layers = 1,
-          .decoder_layers = 2,
-          .max_len = 32,
-          .dropout = 0.1f};
-}
 
 data::Pair pair_to(const std::vector<int32_t>& src, std::vector<int32_t> tgt) {
   return {.src = src, .tgt = std::move(tgt)};
@@ -45,7 +36,7 @@ data::Pair pair_to(const std::vector<int32_t>& src, std::vector<int32_t> tgt) {
 TEST_CASE("exact_match counts the tokens a target holds with or without eos",
           "[training][evaluation]") {
   Rng rng(3);
-  Transformer model(tiny(), rng);  // untrained: whatever it decodes is the answer to match
+  Transformer model(tiny_config(), rng);  // untrained: whatever it decodes is the answer to match
   const std::vector<int32_t> src{5, 6, 7, 2};
   const TokenIds out = greedy_decode(model, IndexTensor::from({1, 4}, src))[0];
   REQUIRE(out.size() >= 3);
@@ -73,7 +64,7 @@ TEST_CASE("score_alignment restores the model mode and attention recording and g
   const std::vector<std::string> words{"a", " b", " c", "x", " y", " z"};
   const data::WordTokenizer tokenizer(words);
   Rng rng(4);
-  Transformer model(tiny(tokenizer.size()), rng);
+  Transformer model(tiny_config(tokenizer.size()), rng);
   const data::SentencePairsFile file{
       .name = "dev.tsv", .pairs = {{"a b c", "x y z", "0-0 1-1 2-2"}}, .lines = {1}, .skipped = {}};
   nn::MultiHeadAttention& last = model.decoder.layers.back()->cross_attn;
@@ -106,7 +97,7 @@ TEST_CASE("score_alignment scores the heads' mean or one head of the layer",
   const std::vector<std::string> words{"a", " b", " c", " d", "x", " y", " z", " w"};
   const data::WordTokenizer tokenizer(words);
   Rng rng(2);
-  Transformer model(tiny(tokenizer.size()), rng);
+  Transformer model(tiny_config(tokenizer.size()), rng);
   const data::SentencePairsFile file{.name = "dev.tsv",
                                      .pairs = {{"a b c d", "x y z w", "0-3 1-2 2-1 3-0"},
                                                {"a c b d", "x z y w", "0-0 1-1 2-2 3-3"},
@@ -167,7 +158,7 @@ TEST_CASE("score_translations keeps the ids it decoded beside their text",
   const std::vector<std::string> words{"a", " b", " c", "x", " y", " z"};
   const data::WordTokenizer tokenizer(words);
   Rng rng(8);
-  Transformer model(tiny(tokenizer.size()), rng);
+  Transformer model(tiny_config(tokenizer.size()), rng);
   const std::vector<data::SentencePair> pairs = {{"a b c", "x y z", ""}, {"a", "x", ""}};
   for (const DecodeSettings& settings :
        {DecodeSettings{}, DecodeSettings{.beam = 3, .batch = 1, .by_length = false}}) {
@@ -185,7 +176,7 @@ TEST_CASE("score_translations keeps the ids it decoded beside their text",
 TEST_CASE("decode_corpus returns outputs in input order, however it batches them",
           "[training][evaluation]") {
   Rng rng(5);
-  Transformer model(tiny(), rng);
+  Transformer model(tiny_config(), rng);
   const std::vector<std::vector<int32_t>> sources = {
       {5, 6, 7, 8, 9, 2}, {4, 2}, {9, 8, 7, 2}, {6, 6, 2}, {10, 4, 5, 6, 7, 8, 9, 2}};
   // Alone, one at a time: the reference each batching must reproduce row by row.
@@ -220,7 +211,7 @@ TEST_CASE("decode_corpus returns outputs in input order, however it batches them
 TEST_CASE("log_likelihood sums the teacher-forced log-probabilities of the target",
           "[training][evaluation]") {
   Rng rng(6);
-  Transformer model(tiny(), rng);
+  Transformer model(tiny_config(), rng);
   const std::vector<int32_t> src = {5, 6, 7, 2}, tgt = {1, 5, 6, 7, 2};
   // By hand: log_softmax of the logits at each position, at the next target token.
   model.eval();

@@ -10,23 +10,14 @@
 #include "autograd/errors.h"
 #include "data/tokenizer.h"
 #include "models/decode.h"
+#include "tests/support/tiny_model.h"
 #include "training/run_page.h"
 
 using namespace gf;
 using namespace gf::training;
+using gf::testing::tiny_config;
 
 namespace {
-
-TransformerConfig tiny() {
-  return {.vocab_size = 11,
-          .d_model = 16,
-          .d_ff = 32,
-          .heads = 2,
-          .encoder_layers = 1,
-          .decoder_layers = 2,
-          .max_len = 32,
-          .dropout = 0.1f};
-}
 
 float row_sum(const std::vector<float>& matrix, size_t row, size_t cols) {
   return std::accumulate(matrix.begin() + static_cast<std::ptrdiff_t>(row * cols),
@@ -37,7 +28,7 @@ float row_sum(const std::vector<float>& matrix, size_t row, size_t cols) {
 
 TEST_CASE("attention_maps gives every kind, layer and head of one pair", "[training][run_page]") {
   Rng rng(1);
-  Transformer model(tiny(), rng);
+  Transformer model(tiny_config(), rng);
   const std::vector<int32_t> src{5, 6, 7, 2}, tgt{1, 5, 6, 7, 2};
   const viz::AttentionMaps maps =
       attention_maps(model, src, tgt, token_names(nullptr, model.config));
@@ -65,7 +56,7 @@ TEST_CASE("attention_maps gives every kind, layer and head of one pair", "[train
 
 TEST_CASE("attention_maps leaves the model as it found it", "[training][run_page]") {
   Rng rng(2);
-  Transformer model(tiny(), rng);
+  Transformer model(tiny_config(), rng);
   model.train();
   const nn::RandomStates before = nn::random_states(model);
   const std::vector<int32_t> src{5, 6, 2}, tgt{1, 5, 6, 2};
@@ -80,7 +71,7 @@ TEST_CASE("attention_maps leaves the model as it found it", "[training][run_page
 }
 
 TEST_CASE("token_names labels ids, or asks the tokenizer", "[training][run_page]") {
-  const TransformerConfig config = tiny();
+  const TransformerConfig config = tiny_config();
   const TokenNames ids = token_names(nullptr, config);
   CHECK(ids(0) == "<pad>");
   CHECK(ids(1) == "<s>");
@@ -142,7 +133,7 @@ TEST_CASE("a page history reads back from its JSON, weights in thousandths",
 
 TEST_CASE("the page recorder records at its steps only, once each", "[training][run_page]") {
   Rng rng(4);
-  Transformer model(tiny(), rng);
+  Transformer model(tiny_config(), rng);
   int scored = 0;
   PageRecorder recorder({.src = {5, 6, 2}, .tgt = {1, 5, 6, 2}}, token_names(nullptr, model.config),
                         {"calls",
@@ -199,7 +190,7 @@ TEST_CASE("timing_facts divides by the steps and the seconds", "[training][run_p
 
 TEST_CASE("sequence_samples scores each greedy decode 1 when exact", "[training][run_page]") {
   Rng rng(5);
-  Transformer model(tiny(), rng);
+  Transformer model(tiny_config(), rng);
   const TokenNames names = token_names(nullptr, model.config);
   // What the untrained model decodes is the answer to match, and one token more is not.
   const std::vector<int32_t> src{5, 6, 7, 2};
