@@ -219,7 +219,7 @@ constexpr viz::Rgb kLayerBox{236, 236, 236}, kInk{40, 40, 40}, kShapeInk{20, 90,
     kResidual{140, 140, 140};
 constexpr viz::TextStyle kLabel{.size = 14}, kNote{.size = 12},
     kShapeText{.size = 13, .bold = true};
-constexpr int kBoxWidth = 270, kFramePad = 22;
+constexpr int kBoxWidth = 270, kFramePad = 22, kGap = 34;  // kGap: an arrow between boxes
 
 // One element of a column of Figure 1, listed from the bottom up. An arrow runs from the
 // element below it to the one above it (through a frame's edge), with `text` as its label.
@@ -227,7 +227,7 @@ struct Item {
   enum Kind { Text, Arrow, Box, Plus, FrameBottom, FrameTop } kind = Text;
   std::string text{}, note{};
   viz::Rgb fill = viz::kWhite;
-  int gap = 34;           // an arrow's length
+  int gap = kGap;         // an arrow's length
   bool residual = false;  // an add & norm box: the residual connection joins it
   int top = 0, bottom = 0;
 
@@ -276,7 +276,7 @@ std::vector<Item> inputs(const std::string& tokens, const std::string& ids,
 
 // A sub-layer box and its add & norm, with `shape` on the arrows between them.
 void add_sub_layer(std::vector<Item>& items, const std::string& shape, viz::Rgb fill,
-                   const std::string& label, const std::string& note, int gap_below = 34) {
+                   const std::string& label, const std::string& note, int gap_below = kGap) {
   if (items.back().kind != Item::FrameBottom)
     items.push_back({.kind = Item::Arrow, .text = shape, .gap = gap_below});
   items.push_back({.kind = Item::Box, .text = label, .note = note, .fill = fill});
@@ -337,40 +337,58 @@ void draw_residual(viz::Image& image, const Column& c, size_t i) {
   arrow(image, out, to, edge, to, kResidual);
 }
 
-void draw_column(viz::Image& image, const Column& c, int64_t n) {
+// The "+" that adds the positional encoding, which comes in from the side.
+void draw_plus(viz::Image& image, const Column& c, const Item& item) {
+  const int mid = (item.top + item.bottom) / 2;
+  image.stroke_rect(c.cx - 12, item.top, 24, 24, kInk);
+  draw_label(image, c.cx - viz::text_width("+", kLabel) / 2, mid, "+", kLabel, kInk, 1);
+  const int start = c.cx + c.side * 44;
+  arrow(image, static_cast<float>(start), static_cast<float>(mid),
+        static_cast<float>(c.cx + c.side * 13), static_cast<float>(mid), kInk);
+  draw_label(image, start + c.side * 6, mid, item.text, kNote, kInk, c.side);
+}
+
+// Arrow item i: from the element below it to the one above it, through a frame's edge, with
+// the shape on the side away from the residual lines.
+void draw_up_arrow(viz::Image& image, const Column& c, size_t i) {
   const std::vector<Item>& items = c.items;
-  for (size_t i = 0; i < items.size(); ++i)
-    if (items[i].kind == Item::FrameBottom)
-      for (size_t j = i; j < items.size(); ++j)
-        if (items[j].kind == Item::FrameTop) draw_frame(image, c, items[j].top, items[i].bottom, n);
-  const float cx = static_cast<float>(c.cx);
-  for (size_t i = 0; i < items.size(); ++i) {
-    const Item& item = items[i];
-    if (item.kind == Item::Box) draw_box(image, c.cx, item);
-    if (item.kind == Item::Box && item.residual) draw_residual(image, c, i);
-    if (item.kind == Item::Text)
-      draw_label(image, c.cx - viz::text_width(item.text, kLabel) / 2, (item.top + item.bottom) / 2,
-                 item.text, kLabel, kInk, 1);
-    if (item.kind == Item::Plus) {
-      const int mid = (item.top + item.bottom) / 2;
-      image.stroke_rect(c.cx - 12, item.top, 24, 24, kInk);
-      draw_label(image, c.cx - viz::text_width("+", kLabel) / 2, mid, "+", kLabel, kInk, 1);
-      const int start = c.cx + c.side * 44;
-      arrow(image, static_cast<float>(start), static_cast<float>(mid),
-            static_cast<float>(c.cx + c.side * 13), static_cast<float>(mid), kInk);
-      draw_label(image, start + c.side * 6, mid, item.text, kNote, kInk, c.side);
-    }
-    if (item.kind == Item::Arrow) {
-      // From the element below to the element above, skipping frame edges.
-      size_t below = i - 1, above = i + 1;
-      while (items[below].kind >= Item::FrameBottom) --below;
-      while (above + 1 < items.size() && items[above].kind >= Item::FrameBottom) ++above;
-      const int to = above < items.size() ? items[above].bottom : item.top;
-      const int from = items[below].kind == Item::Text ? items[below].top - 2 : items[below].top;
-      arrow(image, cx, static_cast<float>(from), cx, static_cast<float>(to), kInk);
-      // The shape goes on the side away from the residual lines.
-      draw_label(image, c.cx - c.side * 8, (item.top + item.bottom) / 2, item.text, kShapeText,
-                 kShapeInk, -c.side);
+  size_t below = i - 1, above = i + 1;
+  while (items[below].kind >= Item::FrameBottom) --below;
+  while (above + 1 < items.size() && items[above].kind >= Item::FrameBottom) ++above;
+  const int to = above < items.size() ? items[above].bottom : items[i].top;
+  const int from = items[below].kind == Item::Text ? items[below].top - 2 : items[below].top;
+  const float x = static_cast<float>(c.cx);
+  arrow(image, x, static_cast<float>(from), x, static_cast<float>(to), kInk);
+  draw_label(image, c.cx - c.side * 8, (items[i].top + items[i].bottom) / 2, items[i].text,
+             kShapeText, kShapeInk, -c.side);
+}
+
+void draw_column(viz::Image& image, const Column& c, int64_t n) {
+  const auto frame_edge = [&](Item::Kind kind) {
+    return *std::find_if(c.items.begin(), c.items.end(),
+                         [&](const Item& item) { return item.kind == kind; });
+  };
+  // The frame first, so that the boxes lie on it.
+  draw_frame(image, c, frame_edge(Item::FrameTop).top, frame_edge(Item::FrameBottom).bottom, n);
+  for (size_t i = 0; i < c.items.size(); ++i) {
+    const Item& item = c.items[i];
+    switch (item.kind) {
+      case Item::Box:
+        draw_box(image, c.cx, item);
+        if (item.residual) draw_residual(image, c, i);
+        break;
+      case Item::Text:
+        draw_label(image, c.cx - viz::text_width(item.text, kLabel) / 2,
+                   (item.top + item.bottom) / 2, item.text, kLabel, kInk, 1);
+        break;
+      case Item::Plus:
+        draw_plus(image, c, item);
+        break;
+      case Item::Arrow:
+        draw_up_arrow(image, c, i);
+        break;
+      default:
+        break;
     }
   }
 }
@@ -440,10 +458,10 @@ void draw_figure1(const WalkShapes& w, const TransformerConfig& c, const Batch& 
 
   // Lay the decoder out once to see where its cross-attention lands, then widen the gap
   // below it so that the memory arrives from below, 70 pixels above the encoder's top.
-  Column dec = decoder_column(w, c, table, 34);
+  Column dec = decoder_column(w, c, table, kGap);
   stack_up(dec.items, 0);
   const int raise = item_named(dec, "cross-attention").bottom - (enc.items.back().top - 70);
-  dec = decoder_column(w, c, table, 34 + std::max(raise, 0));
+  dec = decoder_column(w, c, table, kGap + std::max(raise, 0));
   stack_up(dec.items, 0);
 
   const int title_height = 70, margin = 16;
