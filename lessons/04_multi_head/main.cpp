@@ -323,6 +323,37 @@ void parameter_count(bool quick, uint64_t seed, Checks& check) {
   check(work_equal, "q k^T and weights v cost 2 T^2 D multiply-adds for every h");
 }
 
+// The base model's scaling: d_k = 512 / 8 = 64 per head, so the scores of lesson 02 are
+// divided by sqrt(64) = 8, not by sqrt(512). Recomputes head 1's weights of a {512, 8} layer
+// with both scales and compares them with what the layer computed.
+void base_model_scale(uint64_t seed, Checks& check) {
+  NoGrad no_grad;
+  Rng rng(seed);
+  const int64_t d_model = 512, heads = 8, d_k = d_model / heads, t_len = 6;
+  nn::MultiHeadAttention mha({.d_model = d_model, .heads = heads}, rng);
+  const Tensor x = Tensor::randn({t_len, d_model}, rng);
+  mha.record_attention = true;
+  mha.forward(reshape(x, {1, t_len, d_model}), reshape(x, {1, t_len, d_model}));
+  const Tensor library = reshape(slice(mha.last_attention, 1, 0, 1), {t_len, t_len});  // head 1
+  const auto head1 = [&](const nn::Linear& w) {  // x W_1 + b_1: [T, D] -> [T, d_k]
+    return linear(x, slice(w.weight, 0, 0, d_k), slice(w.bias, 0, 0, d_k));
+  };
+  const Tensor dots = matmul(head1(mha.q), transpose(head1(mha.k), 0, 1));  // [T, T]
+  const float right = 1.0f / std::sqrt(static_cast<float>(d_k));
+  const float wrong = 1.0f / std::sqrt(static_cast<float>(d_model));
+  const float d_right = max_abs_diff(softmax(dots * right), library);
+  const float d_wrong = max_abs_diff(softmax(dots * wrong), library);
+  fmt::print(
+      "  base model, h = {}: d_k = {} / {} = {}; head 1's weights recomputed\n"
+      "    with 1/sqrt({}) = {:.4f}: max diff {:.1e}\n"
+      "    with 1/sqrt({}) = {:.4f}: max diff {:.2f}\n\n",
+      heads, d_model, heads, d_k, d_k, right, d_right, d_model, wrong, d_wrong);
+  check(d_right <= 1e-5f && d_wrong > 0.01f,
+        fmt::format("the base model's heads have d_k = {}: the layer divides the scores by "
+                    "sqrt({}) = {:.0f}, not by sqrt({})",
+                    d_k, d_k, 1.0f / right, d_model));
+}
+
 // ---- 4. Heads that learn different things ----
 
 // The task: a ring of T letters from an alphabet of V; at every position, name the letter
@@ -655,6 +686,7 @@ int main(int argc, char** argv) {
     const ByHand hand = heads_by_hand(mha, words, rng, check);
     reshape_trick(mha, hand, words, out_dir, check);
     parameter_count(quick, seed, check);
+    base_model_scale(seed, check);
     heads_that_differ(quick, seed, out_dir, check);
   } catch (const std::exception& e) {
     fmt::print("\nlesson 04: stopped by an exception: {}\n", e.what());

@@ -3,9 +3,10 @@
 // How do the pieces of lessons 02-06 (attention, masks, heads, the feed-forward network,
 // positions) stack up into the model of Figure 1, and how big is it? Four steps answer it: the
 // module tree of a toy model, the shapes at every stage of a forward pass (walked by hand
-// through the encoder and decoder layers and checked against Transformer::forward), the three
-// uses of attention with where their queries, keys and values come from, and the parameter
-// count by formula, checked against the model, for the toy and for the paper's base model.
+// through the encoder and decoder layers, checked against Transformer::forward, and drawn on
+// the arrows of Figure 1), the three uses of attention with where their queries, keys and
+// values come from, and the parameter count by formula, checked against the model, for the
+// toy and for the paper's base model.
 // README.md is the text that walks through this file. Every claim is checked; a failed check
 // makes the program exit with 1.
 //
@@ -32,8 +33,10 @@
 #include "models/transformer.h"
 #include "nn/attention.h"
 #include "nn/feed_forward.h"
+#include "viz/arrow.h"
 #include "viz/heatmap.h"
 #include "viz/png.h"
+#include "viz/text.h"
 
 using namespace gf;
 using namespace gf::lessons;
@@ -111,7 +114,13 @@ struct Batch {
 Tensor decoder_layer_by_hand(DecoderLayer& layer, const Tensor& y, const Tensor& memory,
                              const Tensor& src_mask, const Tensor& tgt_mask);
 
-void shapes_through(Transformer& model, const Batch& batch, Checks& check) {
+// The shapes of the walk, which the picture of Figure 1 writes on its arrows.
+struct WalkShapes {
+  std::string src, src_embedded, encoder_layer, memory, src_mask;
+  std::string tgt_in, tgt_embedded, decoder_layer, decoder_out, tgt_mask, logits, probs;
+};
+
+WalkShapes shapes_through(Transformer& model, const Batch& batch, Checks& check) {
   banner("2. Shapes through the model");
   NoGrad no_grad;
   const TransformerConfig& c = model.config;
@@ -119,8 +128,10 @@ void shapes_through(Transformer& model, const Batch& batch, Checks& check) {
   const IndexTensor& tgt_in = batch.tgt_in;
   const nn::PositionalEncoding positions(c.max_len, c.d_model);
   const float scale = std::sqrt(static_cast<float>(c.d_model));
-  const auto stage = [](const std::string& what, const std::string& shape) {
+  std::vector<std::string> walked;  // every stage's shape, in order
+  const auto stage = [&walked](const std::string& what, const std::string& shape) {
     fmt::print("  {:<44} {}\n", what, shape);
+    walked.push_back(shape);
   };
 
   // [snippet: stages]
@@ -130,7 +141,7 @@ void shapes_through(Transformer& model, const Batch& batch, Checks& check) {
   stage("x = embed(src) * sqrt(D) + PE", shape_of(x));
   for (size_t i = 0; i < model.encoder.layers.size(); ++i) {
     x = model.encoder.layers[i]->forward(x, src_mask);
-    stage(fmt::format("x = encoder.layers[{}](x)", i), shape_of(x));
+    stage(fmt::format("x = encoder layer {} (x)", i + 1), shape_of(x));  // layers[0] is layer 1
   }
   const Tensor memory = x;  // what every decoder layer's cross-attention reads
 
@@ -140,10 +151,12 @@ void shapes_through(Transformer& model, const Batch& batch, Checks& check) {
   stage("y = embed(tgt_in) * sqrt(D) + PE", shape_of(y));
   for (size_t i = 0; i < model.decoder.layers.size(); ++i) {
     y = decoder_layer_by_hand(*model.decoder.layers[i], y, memory, src_mask, tgt_mask);
-    stage(fmt::format("y = decoder.layers[{}](y, memory)", i), shape_of(y));
+    stage(fmt::format("y = decoder layer {} (y, memory)", i + 1), shape_of(y));
   }
   const Tensor logits = linear(y, model.embed->weight);  // y E^T: the same table, tied (§3.4)
   stage("logits = y E^T", shape_of(logits));
+  const Tensor probs = softmax(logits);  // over the vocabulary: the next token's distribution
+  stage("probabilities = softmax(logits)", shape_of(probs));
   // [/snippet]
   fmt::print("\n  masks: src_mask {}, tgt_mask {}\n\n", shape_of(src_mask), shape_of(tgt_mask));
 
@@ -167,6 +180,20 @@ void shapes_through(Transformer& model, const Batch& batch, Checks& check) {
                                         d_decoder));
   check(d_logits <= 1e-5f,
         fmt::format("y E^T equals model.forward(src, tgt_in) (max diff {:.1e})", d_logits));
+
+  const size_t n_enc = model.encoder.layers.size();
+  return {.src = fmt::format("{}", src.shape()),
+          .src_embedded = walked[0],
+          .encoder_layer = walked[1],
+          .memory = shape_of(memory),
+          .src_mask = shape_of(src_mask),
+          .tgt_in = fmt::format("{}", tgt_in.shape()),
+          .tgt_embedded = walked[n_enc + 1],
+          .decoder_layer = walked[n_enc + 2],
+          .decoder_out = shape_of(y),
+          .tgt_mask = shape_of(tgt_mask),
+          .logits = shape_of(logits),
+          .probs = shape_of(probs)};
 }
 
 // One decoder layer written out: the three sub-layers, each wrapped as LayerNorm(x + f(x)).
@@ -180,6 +207,284 @@ Tensor decoder_layer_by_hand(DecoderLayer& layer, const Tensor& y, const Tensor&
   // 3. the position-wise feed-forward network                            [B, T, D]
   return layer.norm3.forward(x + layer.ffn.forward(x));
   // [/snippet]
+}
+
+// ---- Figure 1, drawn with the walk's shapes on its arrows ----
+
+// The paper's colours: attention orange, add & norm yellow, feed-forward blue, embeddings
+// pink, the output linear layer purple and the softmax green.
+constexpr viz::Rgb kAttention{252, 224, 182}, kAddNorm{243, 245, 196}, kFeedForward{194, 232, 247},
+    kEmbedding{252, 217, 217}, kLinear{220, 223, 240}, kSoftmax{204, 235, 200};
+constexpr viz::Rgb kLayerBox{236, 236, 236}, kInk{40, 40, 40}, kShapeInk{20, 90, 170},
+    kResidual{140, 140, 140};
+constexpr viz::TextStyle kLabel{.size = 14}, kNote{.size = 12},
+    kShapeText{.size = 13, .bold = true};
+constexpr int kBoxWidth = 270, kFramePad = 22, kGap = 34;  // kGap: an arrow between boxes
+
+// One element of a column of Figure 1, listed from the bottom up. An arrow runs from the
+// element below it to the one above it (through a frame's edge), with `text` as its label.
+struct Item {
+  enum Kind { Text, Arrow, Box, Plus, FrameBottom, FrameTop } kind = Text;
+  std::string text{}, note{};
+  viz::Rgb fill = viz::kWhite;
+  int gap = kGap;         // an arrow's length
+  bool residual = false;  // an add & norm box: the residual connection joins it
+  int top = 0, bottom = 0;
+
+  int height() const {
+    switch (kind) {
+      case Text:
+        return viz::text_metrics(kLabel).line_height;
+      case Arrow:
+        return gap;
+      case Box:
+        return note.empty() ? 30 : 46;
+      case Plus:
+        return 24;
+      default:
+        return kFramePad;
+    }
+  }
+};
+
+// Stacks the items upwards from y = bottom, setting their top and bottom.
+void stack_up(std::vector<Item>& items, int bottom) {
+  for (Item& item : items) {
+    item.bottom = bottom;
+    item.top = bottom - item.height();
+    bottom = item.top;
+  }
+}
+
+// A column of the figure: the inputs, embedding and positional encoding, then one layer of
+// sub-layers in a frame (each followed by add & norm), then whatever goes above.
+struct Column {
+  int cx, side;  // its centre, and the side of its residual lines and notes (-1 left, +1 right)
+  std::vector<Item> items;
+};
+
+std::vector<Item> inputs(const std::string& tokens, const std::string& ids,
+                         const std::string& embedded, const std::string& table) {
+  return {{.kind = Item::Text, .text = tokens},
+          {.kind = Item::Arrow, .text = ids, .gap = 40},
+          {.kind = Item::Box, .text = "embedding × √d_model", .note = table, .fill = kEmbedding},
+          {.kind = Item::Arrow, .text = embedded, .gap = 30},
+          {.kind = Item::Plus, .text = "positional encoding"},
+          {.kind = Item::Arrow, .text = embedded, .gap = 40},
+          {.kind = Item::FrameBottom}};
+}
+
+// A sub-layer box and its add & norm, with `shape` on the arrows between them.
+void add_sub_layer(std::vector<Item>& items, const std::string& shape, viz::Rgb fill,
+                   const std::string& label, const std::string& note, int gap_below = kGap) {
+  if (items.back().kind != Item::FrameBottom)
+    items.push_back({.kind = Item::Arrow, .text = shape, .gap = gap_below});
+  items.push_back({.kind = Item::Box, .text = label, .note = note, .fill = fill});
+  items.push_back({.kind = Item::Arrow, .text = shape});
+  items.push_back({.kind = Item::Box, .text = "add & norm", .fill = kAddNorm, .residual = true});
+}
+
+// Text whose capitals are centred on y_middle, starting at x (align 1) or ending there (-1).
+void draw_label(viz::Image& image, int x, int y_middle, const std::string& text,
+                viz::TextStyle style, viz::Rgb colour, int align) {
+  const int w = viz::text_width(text, style);
+  viz::draw_text(image, align < 0 ? x - w : x, y_middle - viz::text_metrics(style).cap_middle(),
+                 text, colour, style);
+}
+
+// The frame around the layer, with "N ×" beside it.
+void draw_frame(viz::Image& image, const Column& c, int top, int bottom, int64_t n) {
+  const int left = c.cx - kBoxWidth / 2 - 44, width = kBoxWidth + 88;
+  image.fill_rect(left, top, width, bottom - top, kLayerBox);
+  image.stroke_rect(left, top, width, bottom - top, kInk);
+  const int x = c.side < 0 ? left - 12 : left + width + 12, mid = (top + bottom) / 2;
+  draw_label(image, x, mid - 22, "N ×", {.size = 22, .bold = true}, kInk, c.side);
+  draw_label(image, x, mid + 8, fmt::format("N = {} here,", n), kNote, kInk, c.side);
+  draw_label(image, x, mid + 26, "6 in the paper", kNote, kInk, c.side);
+}
+
+void draw_box(viz::Image& image, int cx, const Item& item) {
+  const int left = cx - kBoxWidth / 2, h = item.bottom - item.top;
+  image.fill_rect(left, item.top, kBoxWidth, h, item.fill);
+  image.stroke_rect(left, item.top, kBoxWidth, h, kInk);
+  if (item.note.empty()) {
+    draw_label(image, cx - viz::text_width(item.text, kLabel) / 2, item.top + h / 2, item.text,
+               kLabel, kInk, 1);
+    return;
+  }
+  draw_label(image, cx - viz::text_width(item.text, kLabel) / 2, item.top + 15, item.text, kLabel,
+             kInk, 1);
+  draw_label(image, cx - viz::text_width(item.note, kNote) / 2, item.top + 32, item.note, kNote,
+             kInk, 1);
+}
+
+void arrow(viz::Image& image, float x0, float y0, float x1, float y1, viz::Rgb colour) {
+  viz::draw_arrow(image, x0, y0, x1, y1, colour,
+                  {.width = 2.0f, .head_length = 9.0f, .head_width = 9.0f});
+}
+
+// The residual connection around the sub-layer below add & norm box i: from the arrow into
+// the sub-layer, out to the side, up, and into the side of the add & norm box.
+void draw_residual(viz::Image& image, const Column& c, size_t i) {
+  const Item& norm = c.items[i];
+  const Item& sub = c.items[i - 2];
+  const float from = static_cast<float>(sub.bottom + 12);
+  const float to = static_cast<float>((norm.top + norm.bottom) / 2);
+  const float edge = static_cast<float>(c.cx + c.side * kBoxWidth / 2);
+  const float out = edge + static_cast<float>(c.side * 24);
+  viz::draw_line(image, static_cast<float>(c.cx), from, out, from, kResidual);
+  viz::draw_line(image, out, from, out, to, kResidual);
+  arrow(image, out, to, edge, to, kResidual);
+}
+
+// The "+" that adds the positional encoding, which comes in from the side.
+void draw_plus(viz::Image& image, const Column& c, const Item& item) {
+  const int mid = (item.top + item.bottom) / 2;
+  image.stroke_rect(c.cx - 12, item.top, 24, 24, kInk);
+  draw_label(image, c.cx - viz::text_width("+", kLabel) / 2, mid, "+", kLabel, kInk, 1);
+  const int start = c.cx + c.side * 44;
+  arrow(image, static_cast<float>(start), static_cast<float>(mid),
+        static_cast<float>(c.cx + c.side * 13), static_cast<float>(mid), kInk);
+  draw_label(image, start + c.side * 6, mid, item.text, kNote, kInk, c.side);
+}
+
+// Arrow item i: from the element below it to the one above it, through a frame's edge, with
+// the shape on the side away from the residual lines.
+void draw_up_arrow(viz::Image& image, const Column& c, size_t i) {
+  const std::vector<Item>& items = c.items;
+  size_t below = i - 1, above = i + 1;
+  while (items[below].kind >= Item::FrameBottom) --below;
+  while (above + 1 < items.size() && items[above].kind >= Item::FrameBottom) ++above;
+  const int to = above < items.size() ? items[above].bottom : items[i].top;
+  const int from = items[below].kind == Item::Text ? items[below].top - 2 : items[below].top;
+  const float x = static_cast<float>(c.cx);
+  arrow(image, x, static_cast<float>(from), x, static_cast<float>(to), kInk);
+  draw_label(image, c.cx - c.side * 8, (items[i].top + items[i].bottom) / 2, items[i].text,
+             kShapeText, kShapeInk, -c.side);
+}
+
+void draw_column(viz::Image& image, const Column& c, int64_t n) {
+  const auto frame_edge = [&](Item::Kind kind) {
+    return *std::find_if(c.items.begin(), c.items.end(),
+                         [&](const Item& item) { return item.kind == kind; });
+  };
+  // The frame first, so that the boxes lie on it.
+  draw_frame(image, c, frame_edge(Item::FrameTop).top, frame_edge(Item::FrameBottom).bottom, n);
+  for (size_t i = 0; i < c.items.size(); ++i) {
+    const Item& item = c.items[i];
+    switch (item.kind) {
+      case Item::Box:
+        draw_box(image, c.cx, item);
+        if (item.residual) draw_residual(image, c, i);
+        break;
+      case Item::Text:
+        draw_label(image, c.cx - viz::text_width(item.text, kLabel) / 2,
+                   (item.top + item.bottom) / 2, item.text, kLabel, kInk, 1);
+        break;
+      case Item::Plus:
+        draw_plus(image, c, item);
+        break;
+      case Item::Arrow:
+        draw_up_arrow(image, c, i);
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+// The decoder's column, with the gap under the cross-attention set so that the memory can
+// come in from the encoder below it.
+Column decoder_column(const WalkShapes& w, const TransformerConfig& c, const std::string& table,
+                      int cross_gap) {
+  Column dec{
+      .cx = 820,
+      .side = 1,
+      .items = inputs("target tokens, shifted right: tgt_in", w.tgt_in, w.tgt_embedded, table)};
+  add_sub_layer(dec.items, w.decoder_layer, kAttention, "masked multi-head self-attention",
+                fmt::format("h = {} heads, mask {}: no future", c.heads, w.tgt_mask));
+  add_sub_layer(dec.items, w.decoder_layer, kAttention, "cross-attention",
+                "(encoder-decoder attention)", cross_gap);
+  add_sub_layer(dec.items, w.decoder_layer, kFeedForward, "feed-forward",
+                fmt::format("{} → {} → {}, ReLU", c.d_model, c.d_ff, c.d_model));
+  dec.items.push_back({.kind = Item::FrameTop});
+  dec.items.push_back({.kind = Item::Arrow, .text = w.decoder_out, .gap = 40});
+  dec.items.push_back({.kind = Item::Box,
+                       .text = "linear: y Eᵀ",
+                       .note = "E is the embedding (tied, §3.4)",
+                       .fill = kLinear});
+  dec.items.push_back({.kind = Item::Arrow, .text = w.logits + " logits"});
+  dec.items.push_back({.kind = Item::Box, .text = "softmax", .fill = kSoftmax});
+  dec.items.push_back({.kind = Item::Arrow, .text = w.probs});
+  dec.items.push_back({.kind = Item::Text, .text = "output probabilities (next token)"});
+  return dec;
+}
+
+const Item& item_named(const Column& c, const std::string& text) {
+  return *std::find_if(c.items.begin(), c.items.end(),
+                       [&](const Item& item) { return item.text == text; });
+}
+
+// The memory's way from the top of the encoder to the cross-attention's keys and values.
+void draw_memory(viz::Image& image, const Column& enc, const Column& dec, const WalkShapes& w) {
+  const Item& top = enc.items.back();
+  const Item& cross = item_named(dec, "cross-attention");
+  const float x_enc = static_cast<float>(enc.cx), x_kv = static_cast<float>(dec.cx - 80);
+  const float y_turn = static_cast<float>(cross.bottom + 26);
+  viz::draw_line(image, x_enc, static_cast<float>(top.top), x_enc, y_turn, kInk);
+  viz::draw_line(image, x_enc, y_turn, x_kv, y_turn, kInk);
+  arrow(image, x_kv, y_turn, x_kv, static_cast<float>(cross.bottom), kInk);
+  draw_label(image, enc.cx + 8, (top.top + static_cast<int>(y_turn)) / 2 + 8, "memory " + w.memory,
+             kShapeText, kShapeInk, 1);
+  draw_label(image, static_cast<int>(x_kv) - 8, static_cast<int>(y_turn) - 13, "K, V", kShapeText,
+             kShapeInk, -1);
+  draw_label(image, dec.cx - 8, cross.bottom + 12, "Q", kShapeText, kShapeInk, -1);
+}
+
+// The paper's Figure 1 for the toy model, with the shapes of section 2's walk on its arrows:
+// the encoder on the left, the decoder on the right, inputs at the bottom.
+void draw_figure1(const WalkShapes& w, const TransformerConfig& c, const Batch& batch,
+                  const std::string& out_dir) {
+  const std::string table =
+      fmt::format("a table of V = {} rows of d_model = {}", c.vocab_size, c.d_model);
+  Column enc{
+      .cx = 320, .side = -1, .items = inputs("source tokens: src", w.src, w.src_embedded, table)};
+  add_sub_layer(enc.items, w.encoder_layer, kAttention, "multi-head self-attention",
+                fmt::format("h = {} heads, mask {}: no <pad>", c.heads, w.src_mask));
+  add_sub_layer(enc.items, w.encoder_layer, kFeedForward, "feed-forward",
+                fmt::format("{} → {} → {}, ReLU", c.d_model, c.d_ff, c.d_model));
+  enc.items.push_back({.kind = Item::FrameTop});
+  stack_up(enc.items, 0);
+
+  // Lay the decoder out once to see where its cross-attention lands, then widen the gap
+  // below it so that the memory arrives from below, 70 pixels above the encoder's top.
+  Column dec = decoder_column(w, c, table, kGap);
+  stack_up(dec.items, 0);
+  const int raise = item_named(dec, "cross-attention").bottom - (enc.items.back().top - 70);
+  dec = decoder_column(w, c, table, kGap + std::max(raise, 0));
+  stack_up(dec.items, 0);
+
+  const int title_height = 70, margin = 16;
+  const int height = title_height - dec.items.back().top + margin;
+  stack_up(enc.items, height - margin);
+  stack_up(dec.items, height - margin);
+  viz::Image image(1120, height);
+  draw_column(image, enc, c.encoder_layers);
+  draw_column(image, dec, c.decoder_layers);
+  draw_memory(image, enc, dec, w);
+  draw_label(image, 20, 22,
+             "Figure 1 of the paper, for the toy model: the encoder (left) and the "
+             "decoder (right)",
+             {.size = 18, .bold = true}, kInk, 1);
+  draw_label(image, 20, 48,
+             fmt::format("shapes from section 2's walk: B = {} sentences, S = {} source and "
+                         "T = {} target tokens, d_model = {}, V = {} tokens in the vocabulary",
+                         batch.src.shape()[0], batch.src.shape()[1], batch.tgt_in.shape()[1],
+                         c.d_model, c.vocab_size),
+             kLabel, kInk, 1);
+  const std::string path = out_dir + "/07_encoder_decoder/figure1.png";
+  viz::write_png(image, path);
+  fmt::print("  wrote {}\n\n", path);
 }
 
 // ---- 3. The three uses of attention ----
@@ -496,8 +801,11 @@ void parameter_counts(const Transformer& toy, bool quick, uint64_t seed, const s
     fmt::print("  built the base model in {:.1f} s: parameter_count() = {} ({})\n", seconds, n,
                millions(n));
     check(n == b.total && b.encoder == counted(model, "encoder.") &&
-              b.decoder == counted(model, "decoder."),
-          fmt::format("base: the formula gives {} = the built model's parameter_count()", n));
+              b.decoder == counted(model, "decoder.") && model.encoder.layers.size() == 6 &&
+              model.decoder.layers.size() == 6,
+          fmt::format("base: {} encoder and {} decoder layers (N = 6); the formula gives {} = "
+                      "the built model's parameter_count()",
+                      model.encoder.layers.size(), model.decoder.layers.size(), n));
   }
   check(b.total < 65'000'000 && b.total > 62'000'000,
         fmt::format("base with V = 37000: {} ({}), {} short of the paper's 65M", b.total,
@@ -586,7 +894,8 @@ int main(int argc, char** argv) {
                fmt::join(words_of(batch.tgt_in, 0), " "),
                fmt::join(words_of(batch.tgt_in, 1), " "));
     stacks_assembled(model, check);
-    shapes_through(model, batch, check);
+    const WalkShapes walk = shapes_through(model, batch, check);
+    draw_figure1(walk, model.config, batch, out_dir);
     three_uses(model, batch, out_dir, check);
     parameter_counts(model, quick, seed, out_dir, check);
   } catch (const std::exception& e) {
