@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Copies each lesson's snippets from its main.cpp into its README.md.
+"""Copies each lesson's snippets from its main.cpp into its README.md and the other .md files
+of its folder (the parts of a lesson split into several sittings).
 
-A README marks a code block with <!-- snippet: NAME --> on the line before its ```cpp fence;
+A lesson's text marks a code block with <!-- snippet: NAME --> on the line before its ```cpp fence;
 main.cpp marks the same code with // [snippet: NAME] ... // [/snippet]. A block that quotes a
 library file names it after NAME, relative to the top of the tree
 (<!-- snippet: trainer-step training/trainer.cpp -->), and that file marks the region in the
@@ -34,10 +35,15 @@ def snippets_in_source(path):
 
 
 def sync(lesson):
-    readme, source = lesson / "README.md", lesson / "main.cpp"
-    if not readme.exists() or not source.exists():
+    source = lesson / "main.cpp"
+    if not source.exists():
         return
     files = {None: snippets_in_source(source)}
+    for text_file in sorted(lesson.glob("*.md")):
+        sync_text(text_file, source, files)
+
+
+def sync_text(page, source, files):
     pattern = re.compile(r"(<!-- snippet: (\S+)(?: (\S+))? -->\n```cpp\n)(.*?)(\n```)", re.S)
 
     def replace(match):
@@ -45,17 +51,17 @@ def sync(lesson):
         path = source if file is None else ROOT / file
         if file not in files:
             if not path.exists():
-                sys.exit(f"{readme}: snippet {name} quotes {file}, which does not exist")
+                sys.exit(f"{page}: snippet {name} quotes {file}, which does not exist")
             files[file] = snippets_in_source(path)
         if name not in files[file]:
-            sys.exit(f"{readme}: snippet {name} is not marked in {path}")
+            sys.exit(f"{page}: snippet {name} is not marked in {path}")
         return match.group(1) + files[file][name] + match.group(5)
 
-    text = readme.read_text()
+    text = page.read_text()
     updated = pattern.sub(replace, text)
     if updated != text:
-        readme.write_text(updated)
-        print(f"updated {readme.relative_to(ROOT)}")
+        page.write_text(updated)
+        print(f"updated {page.relative_to(ROOT)}")
 
 
 lessons = [Path(p).resolve() for p in sys.argv[1:]] or sorted((ROOT / "lessons").glob("[0-9]*"))

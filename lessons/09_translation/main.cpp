@@ -26,6 +26,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <numeric>
 #include <set>
 #include <span>
 #include <string>
@@ -479,6 +480,14 @@ void where_beam_and_greedy_differ(const Setup& s, Transformer& model,
                                   const training::TranslationScores& greedy,
                                   const training::TranslationScores& beam, Checks& check);
 
+// The lowest loss label smoothing allows (§5.4): the smoothed target keeps 1 - eps + eps/V on
+// the right token and eps/V on each of the others, and the cross-entropy against a target is
+// never below the target's own entropy.
+double smoothed_target_entropy(double eps, int64_t vocab_size) {
+  const double v = static_cast<double>(vocab_size), right = 1.0 - eps + eps / v, other = eps / v;
+  return -(right * std::log(right) + (v - 1.0) * other * std::log(other));
+}
+
 RandomRun train_and_decode(const Setup& s, const TransformerConfig& config,
                            const data::Tokenizer& tokenizer, const data::ToyCorpus& corpus,
                            uint64_t seed, const std::string& out_dir, Checks& check) {
@@ -511,6 +520,15 @@ RandomRun train_and_decode(const Setup& s, const TransformerConfig& config,
   check(t.losses.back() < 0.5f * t.losses.front(),
         fmt::format("the training loss fell from {:.2f} to {:.2f}", t.losses.front(),
                     t.losses.back()));
+  const double floor = smoothed_target_entropy(s.label_smoothing, config.vocab_size);
+  const int64_t tail = std::min<int64_t>(50, std::ssize(t.losses));
+  const double tail_loss =
+      std::accumulate(t.losses.end() - tail, t.losses.end(), 0.0) / static_cast<double>(tail);
+  fmt::print("  the loss cannot go below the entropy of the smoothed target: {:.3f} nats\n", floor);
+  if (!s.quick)
+    check(tail_loss < floor + 0.05,
+          fmt::format("the loss of the last {} steps ({:.3f}) is within 0.05 of that floor", tail,
+                      tail_loss));
 
   const TestTranslations decoded = decoding_and_bleu(s, *t.model, tokenizer, corpus, test, check);
   where_beam_and_greedy_differ(s, *t.model, tokenizer, corpus, test, decoded.greedy, decoded.beam,

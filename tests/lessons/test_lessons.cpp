@@ -1,6 +1,7 @@
-// The lesson texts cannot drift from the programs: every code excerpt in a lesson's README,
-// marked with <!-- snippet: NAME --> right before a ```cpp block, must equal the region of
-// its main.cpp between "// [snippet: NAME]" and "// [/snippet]" (common indentation removed).
+// The lesson texts cannot drift from the programs: every code excerpt in a lesson's README or
+// in another .md of its folder (the parts of a long lesson), marked with <!-- snippet: NAME -->
+// right before a ```cpp block, must equal the region of its main.cpp between
+// "// [snippet: NAME]" and "// [/snippet]" (common indentation removed).
 // An excerpt of a library file names it, relative to the top of the tree:
 // <!-- snippet: trainer-step training/trainer.cpp --> quotes that file's region trainer-step.
 #include <catch2/catch.hpp>
@@ -96,13 +97,18 @@ TEST_CASE("every lesson README excerpt matches the code it quotes", "[lessons][s
     REQUIRE(fs::exists(source));
     ++lessons;
     const auto in_main = snippets_in_source(source);
-    for (const Excerpt& e : snippets_in_readme(readme)) {
-      INFO("snippet " << e.name << (e.file.empty() ? "" : " of " + e.file));
-      if (!e.file.empty()) REQUIRE(fs::exists(root / e.file));
-      const auto in_source = e.file.empty() ? in_main : snippets_in_source(root / e.file);
-      REQUIRE(in_source.count(e.name) == 1);
-      CHECK(e.text == in_source.at(e.name));
-      ++excerpts;
+    // README.md and any other text of the folder (the parts of a lesson read in several sittings).
+    for (const auto& text : fs::directory_iterator(entry.path())) {
+      if (text.path().extension() != ".md") continue;
+      for (const Excerpt& e : snippets_in_readme(text.path())) {
+        INFO(text.path().filename().string()
+             << ": snippet " << e.name << (e.file.empty() ? "" : " of " + e.file));
+        if (!e.file.empty()) REQUIRE(fs::exists(root / e.file));
+        const auto in_source = e.file.empty() ? in_main : snippets_in_source(root / e.file);
+        REQUIRE(in_source.count(e.name) == 1);
+        CHECK(e.text == in_source.at(e.name));
+        ++excerpts;
+      }
     }
   }
   CHECK(lessons >= 1);
