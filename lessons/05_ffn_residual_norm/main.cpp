@@ -609,7 +609,7 @@ Largest on_a_long_sentence(Rng& rng, nn::LayerNorm& layer_norm, nn::BatchNorm& b
   return {.batch_norm = bn_max, .layer_norm = ln_max};
 }
 
-// The decoder at inference meets one token at a time: BatchNorm on a batch of one token.
+// A batch of one token, the smallest there is: what BatchNorm makes of it in either mode.
 struct OneToken {
   Tensor train, eval;              // [1, 1, D] outputs in training and in eval mode
   bool eval_same_in_batch = true;  // in eval mode the token gets the same numbers in a batch
