@@ -587,7 +587,8 @@ struct Largest {
   float batch_norm = 0, layer_norm = 0;
 };
 
-// A sentence far longer than any seen in training, in eval mode (running statistics).
+// A sentence far longer than any seen in training; bn_masked is in eval mode (running
+// statistics).
 Largest on_a_long_sentence(Rng& rng, nn::LayerNorm& layer_norm, nn::BatchNorm& bn_masked) {
   NoGrad no_grad;
   const int64_t long_len = 200;
