@@ -4,9 +4,10 @@
 // Around each attention layer the Transformer puts three plainer pieces: a two-layer MLP
 // applied to every position on its own, a residual connection x + Sublayer(x), and a
 // LayerNorm. Three sections ask what each one does: the FFN computed token by token and
-// checked against nn::PositionwiseFeedForward, gradient norms through a deep stack with and
-// without residual connections, and LayerNorm against BatchNorm on padded batches of
-// sequences of very different lengths. README.md is the text that walks through this file.
+// checked against nn::PositionwiseFeedForward; gradient norms through a deep stack, plain,
+// residual, post-norm and pre-norm, and the projected shortcut a residual needs when a
+// sub-layer changes the width; and LayerNorm against BatchNorm on padded batches of sequences
+// of very different lengths, in training and in eval mode. README.md is the text that walks through this file.
 // Every claim is checked; a failed check makes the program exit with 1.
 //
 // Shape legend: B batch, T sequence length, D d_model, F d_ff.
@@ -20,9 +21,12 @@
 #include <exception>
 #include <limits>
 #include <memory>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "autograd/errors.h"
 #include "autograd/graph.h"
 #include "autograd/ops.h"
 #include "autograd/random.h"
@@ -110,48 +114,201 @@ void feed_forward(Rng& rng, Checks& check) {
   fmt::print("  parameters: W1 D x F + b1 F + W2 F x D + b2 D = 2 D F + F + D\n");
   fmt::print("    this lesson  D = {:>3}, F = {:>4}: {:>9}\n", d_model, d_ff,
              ffn.parameter_count());
-  fmt::print("    the paper    D = 512, F = 2048: {:>9}  (per layer; attention has {})\n\n",
-             count(512, 2048), 4 * (512 * 512 + 512));
+  // The paper's encoder layer (§3.1): attention (W^Q, W^K, W^V, W^O with biases, each
+  // D x D + D), the FFN, and two LayerNorms (gain and bias, 2 D each).
+  const int64_t attention = 4 * (512 * 512 + 512), feed = count(512, 2048), norms = 2 * 2 * 512;
+  const int64_t layer = attention + feed + norms;
+  const double ffn_share = static_cast<double>(feed) / static_cast<double>(layer);
+  fmt::print("    the paper    D = 512, F = 2048: {:>9}  (per layer; attention has {})\n", feed,
+             attention);
+  fmt::print("  the paper's encoder layer: {} attention + {} FFN + {} two LayerNorms = {}\n",
+             attention, feed, norms, layer);
+  fmt::print("    the FFN's share: {:.1f}%\n\n", 100.0 * ffn_share);
   check(max_abs_diff(y, by_hand) <= 1e-5f,
         "the module equals one MLP applied position by position");
   check(alone_diff <= 1e-5f, "a position's output is the same with or without the others");
   check(rows_changed == 1, "changing one token changes exactly one output row");
   check(ffn.parameter_count() == count(d_model, d_ff) && count(512, 2048) == 2099712,
         "2 D F + F + D parameters: 2,099,712 in the paper's base model, twice attention's");
+  check(ffn_share > 0.66 && ffn_share < 0.67,
+        fmt::format("the FFN holds {:.1f}% of an encoder layer's parameters: two thirds",
+                    100.0 * ffn_share));
 }
 
 // ---- 2. Residual connections ----
 
 // The Euclidean norm of all of t's elements.
-float norm(const Tensor& t) {
+float norm_of(const Tensor& t) {
   double s = 0.0;
   for (int64_t i = 0; i < t.numel(); ++i) s += static_cast<double>(t.data()[i]) * t.data()[i];
   return static_cast<float>(std::sqrt(s));
 }
 
 // [snippet: residual-stack]
-// A stack of L sub-layers f_i(h) = tanh(h W_i^T + b_i), with or without the residual path.
-// probe_i is a zero tensor added to layer i's input: it changes nothing, but it is a leaf, so
-// after backward() its grad() is dL/dh_i, the gradient that reaches layer i's input.
-std::vector<float> input_gradient_norms(const std::vector<std::unique_ptr<nn::Linear>>& layers,
-                                        const Tensor& x, const Tensor& target, bool residual) {
+// Four ways to stack L sub-layers f_i(h) = tanh(h W_i^T + b_i):
+enum class Stack {
+  plain,      // h_{i+1} = f_i(h_i)
+  residual,   // h_{i+1} = h_i + f_i(h_i)            (He et al. 2016)
+  post_norm,  // h_{i+1} = LN(h_i + f_i(h_i))        (the paper, §3.1)
+  pre_norm,   // h_{i+1} = h_i + f_i(LN(h_i))        (most later models)
+};
+
+// One layer of the stack. `norm` is a LayerNorm with gain 1 and bias 0, as at initialisation.
+// With `identity_only`, f's value still enters the sum but no gradient flows back through f:
+// what reaches h_i then came down the identity path alone.
+Tensor stack_layer(Stack stack, const nn::Linear& linear, const nn::LayerNorm& norm,
+                   const Tensor& h, bool identity_only) {
+  const auto f = [&](const Tensor& in) {
+    const Tensor y = tanh(linear.forward(in));
+    return identity_only ? y.detach() : y;
+  };
+  switch (stack) {
+    case Stack::plain:
+      return f(h);
+    case Stack::residual:
+      return h + f(h);
+    case Stack::post_norm:
+      return norm.forward(h + f(h));
+    case Stack::pre_norm:
+      return h + f(norm.forward(h));
+  }
+  throw std::logic_error("stack_layer: unknown Stack");
+}
+
+// |dL/dh_i| at the input h_i of every layer. probe_i is a zero tensor added to h_i: it changes
+// nothing, but it is a leaf, so after backward() its grad() is dL/dh_i.
+std::vector<float> input_gradient_norms(Stack stack,
+                                        const std::vector<std::unique_ptr<nn::Linear>>& layers,
+                                        const Tensor& x, const Tensor& target,
+                                        bool identity_only = false) {
+  const nn::LayerNorm norm(x.shape().back());
   std::vector<Tensor> probes;
   Tensor h = x;
   for (const auto& layer : layers) {
     Tensor probe = Tensor::zeros(h.shape());
     probe.set_requires_grad();
     probes.push_back(probe);
-    h = h + probe;                             // h_i, the input of layer i
-    const Tensor f = tanh(layer->forward(h));  // Sublayer(h_i)
-    h = residual ? h + f : f;                  // h_{i+1}
+    h = stack_layer(stack, *layer, norm, h + probe, identity_only);  // h_{i+1} from h_i
   }
   const Tensor loss = mean(pow(h - target, 2.0f));
   loss.backward();
   std::vector<float> norms;
-  for (const Tensor& p : probes) norms.push_back(norm(p.grad()));
+  for (const Tensor& p : probes) norms.push_back(norm_of(p.grad()));
   return norms;
 }
 // [/snippet]
+
+// The gradient norms of the four stacks, bottom layer first, for one set of weights.
+struct StackGradients {
+  std::vector<float> plain, residual, post_norm, pre_norm;
+  // Down the identity path alone (no gradient through any f_i); plain has none.
+  std::vector<float> residual_identity, post_norm_identity, pre_norm_identity;
+};
+
+StackGradients all_stacks(const std::vector<std::unique_ptr<nn::Linear>>& layers, const Tensor& x,
+                          const Tensor& target) {
+  return {.plain = input_gradient_norms(Stack::plain, layers, x, target),
+          .residual = input_gradient_norms(Stack::residual, layers, x, target),
+          .post_norm = input_gradient_norms(Stack::post_norm, layers, x, target),
+          .pre_norm = input_gradient_norms(Stack::pre_norm, layers, x, target),
+          .residual_identity = input_gradient_norms(Stack::residual, layers, x, target, true),
+          .post_norm_identity = input_gradient_norms(Stack::post_norm, layers, x, target, true),
+          .pre_norm_identity = input_gradient_norms(Stack::pre_norm, layers, x, target, true)};
+}
+
+// The bottom layer's gradient as a fraction of the top layer's.
+float bottom_over_top(const std::vector<float>& v) {
+  return v.front() / v.back();
+}
+
+// One line per stack, in the same colour in both panels of the picture.
+struct Curve {
+  const char* name;
+  const std::vector<float>* gradients;  // bottom layer first
+  viz::Rgb colour;
+};
+
+// One panel: gradient norms against the layer, log scale.
+viz::Image gradient_panel(const std::vector<Curve>& curves, const std::string& title) {
+  std::vector<viz::Series> series;
+  for (const Curve& c : curves) {
+    viz::Series s{.name = c.name, .colour = c.colour};
+    for (size_t i = 0; i < c.gradients->size(); ++i) {
+      s.xs.push_back(static_cast<float>(i + 1));
+      s.ys.push_back((*c.gradients)[i]);
+    }
+    series.push_back(std::move(s));
+  }
+  return viz::line_plot(series, {.title = title,
+                                 .x_label = "layer (1 = bottom, nearest the input)",
+                                 .y_label = "|dL/dh_i|",
+                                 .log_y = true,
+                                 .width = 600,
+                                 .height = 420});
+}
+
+// Left: the full gradient of the four stacks; right: what the identity path alone brings.
+void draw_gradients(const StackGradients& g, float gain, int64_t depth, const std::string& path) {
+  const viz::Rgb blue{40, 100, 190}, orange{230, 120, 30}, green{45, 160, 80}, red{210, 55, 60};
+  const viz::Image full = gradient_panel({{"plain f(x)", &g.plain, blue},
+                                          {"residual x + f(x)", &g.residual, orange},
+                                          {"post-norm LN(x + f(x))", &g.post_norm, green},
+                                          {"pre-norm x + f(LN(x))", &g.pre_norm, red}},
+                                         "the whole gradient");
+  const viz::Image identity =
+      gradient_panel({{"residual x + f(x)", &g.residual_identity, orange},
+                      {"post-norm LN(x + f(x))", &g.post_norm_identity, green},
+                      {"pre-norm x + f(LN(x))", &g.pre_norm_identity, red}},
+                     "down the identity path alone");
+  viz::write_png(viz::grid({full, identity}, 2,
+                           fmt::format("gradient at each layer's input, {} layers, weights = {} x "
+                                       "Xavier",
+                                       depth, gain)),
+                 path);
+}
+
+// The claims about the four stacks; residual_connections() prints the numbers they rest on.
+void check_gradients(const StackGradients& half, const StackGradients& xavier, Checks& check) {
+  const auto level = [](float r) {  // how far from level: max(r, 1 / r)
+    return std::max(r, 1.0f / r);
+  };
+  const float plain = bottom_over_top(half.plain), residual = bottom_over_top(half.residual);
+  check(plain < 1e-6f, fmt::format("without residuals the bottom layer gets {:.1e} of the "
+                                   "top layer's gradient",
+                                   plain));
+  check(residual > 0.1f && residual < 10.0f,
+        fmt::format("with residuals it gets {:.2f} of it: within a factor of 10", residual));
+  bool never_below = true;  // d h_{i+1} / d h_i = I + J_i: the identity carries the gradient
+  for (const float g : half.residual) never_below = never_below && g >= 0.5f * half.residual.back();
+  check(never_below, "with residuals no layer gets less than half the top layer's gradient");
+  check(bottom_over_top(xavier.plain) < 0.5f && bottom_over_top(xavier.residual) > 1.0f,
+        "at Xavier's scale the plain gradient still shrinks and the residual one grows");
+  // x + f(x) and x + f(LN(x)): with no gradient through f, dL/dh_i = dL/dh_{i+1} exactly.
+  bool unchanged = true;
+  for (const auto* v : {&half.residual_identity, &half.pre_norm_identity})
+    for (const float g : *v) unchanged = unchanged && g == v->back();
+  check(unchanged,
+        "x + f(x) and x + f(LN(x)): the identity path alone brings every layer the same "
+        "gradient, bit for bit");
+  const float post_identity = bottom_over_top(half.post_norm_identity);
+  check(post_identity < 0.5f,
+        fmt::format("LN(x + f(x)): through the LayerNorms the identity path alone brings the "
+                    "bottom layer {:.2f} of the top layer's gradient",
+                    post_identity));
+  bool norms_level = true, post_flattest = true;
+  for (const StackGradients* g : {&half, &xavier}) {
+    const float post = bottom_over_top(g->post_norm), pre = bottom_over_top(g->pre_norm);
+    norms_level = norms_level && level(post) < 10.0f && level(pre) < 10.0f;
+    post_flattest = post_flattest && level(post) < level(pre) &&
+                    level(pre) < level(bottom_over_top(g->residual));
+  }
+  check(norms_level, "post-norm and pre-norm: bottom / top within a factor of 10 at both scales");
+  check(post_flattest,
+        fmt::format("post-norm is the most level ({:.2f}, {:.2f}), then pre-norm ({:.2f}, "
+                    "{:.2f}), then x + f(x)",
+                    bottom_over_top(half.post_norm), bottom_over_top(xavier.post_norm),
+                    bottom_over_top(half.pre_norm), bottom_over_top(xavier.pre_norm)));
+}
 
 void residual_connections(bool quick, Rng& rng, const std::string& out_dir, Checks& check) {
   banner("2. Residual connections");
@@ -162,60 +319,77 @@ void residual_connections(bool quick, Rng& rng, const std::string& out_dir, Chec
   std::vector<std::unique_ptr<nn::Linear>> layers;
   for (int64_t i = 0; i < depth; ++i)
     layers.push_back(std::make_unique<nn::Linear>(width, width, rng));
-  const std::vector<float> plain_xavier = input_gradient_norms(layers, x, target, false);
-  const std::vector<float> resid_xavier = input_gradient_norms(layers, x, target, true);
+  const StackGradients xavier = all_stacks(layers, x, target);
   const float gain = 0.5f;
   for (const auto& layer : layers)
     for (int64_t i = 0; i < layer->weight.numel(); ++i) layer->weight.data()[i] *= gain;
-  const std::vector<float> plain = input_gradient_norms(layers, x, target, false);
-  const std::vector<float> resid = input_gradient_norms(layers, x, target, true);
+  const StackGradients half = all_stacks(layers, x, target);
 
-  fmt::print("  {} layers of tanh(Linear({}, {})), batch {}, loss = mean (h_L - target)^2\n\n",
-             depth, width, width, batch);
-  fmt::print("  {:>6} {:>16} {:>16}   weights = {} x Xavier\n", "layer", "|dL/dh| plain",
-             "|dL/dh| residual", gain);
+  fmt::print("  {} layers of tanh(Linear({}, {})), batch {}, loss = mean (h_L - target)^2\n", depth,
+             width, width, batch);
+  fmt::print("  |dL/dh_i| at the input of layer i, weights = {} x Xavier\n\n", gain);
+  fmt::print("  {:>6} {:>13} {:>13} {:>13} {:>13} {:>15}\n", "layer", "plain", "residual",
+             "post-norm", "pre-norm", "post-norm,");
+  fmt::print("  {:>6} {:>13} {:>13} {:>13} {:>13} {:>15}\n", "", "f(x)", "x + f(x)", "LN(x + f(x))",
+             "x + f(LN(x))", "identity only");
   for (int64_t i = depth - 1; i >= 0; --i)
-    if (i % (depth / 8) == 0 || i == depth - 1)
-      fmt::print("  {:>6} {:>16.3e} {:>16.3e}\n", i + 1, plain[static_cast<size_t>(i)],
-                 resid[static_cast<size_t>(i)]);
-  const auto ratio = [](const std::vector<float>& v) {
-    return v.front() / v.back();
-  };
-  fmt::print("\n  bottom / top        {:>10} {:>10}\n", "plain", "residual");
-  fmt::print("  {} x Xavier        {:>10.1e} {:>10.2f}\n", gain, ratio(plain), ratio(resid));
-  fmt::print("  Xavier (gain 1)     {:>10.1e} {:>10.2f}\n\n", ratio(plain_xavier),
-             ratio(resid_xavier));
-
-  std::vector<viz::Series> curves = {{.name = "plain, 0.5 x Xavier"},
-                                     {.name = "residual, 0.5 x Xavier"},
-                                     {.name = "plain, Xavier"},
-                                     {.name = "residual, Xavier"}};
-  const std::vector<const std::vector<float>*> data = {&plain, &resid, &plain_xavier,
-                                                       &resid_xavier};
-  for (size_t c = 0; c < curves.size(); ++c)
-    for (int64_t i = 0; i < depth; ++i) {
-      curves[c].xs.push_back(static_cast<float>(i + 1));
-      curves[c].ys.push_back((*data[c])[static_cast<size_t>(i)]);
+    if (i % (depth / 8) == 0 || i == depth - 1) {
+      const auto at = static_cast<size_t>(i);
+      fmt::print("  {:>6} {:>13.3e} {:>13.3e} {:>13.3e} {:>13.3e} {:>15.3e}\n", i + 1,
+                 half.plain[at], half.residual[at], half.post_norm[at], half.pre_norm[at],
+                 half.post_norm_identity[at]);
     }
+  fmt::print("\n  {:<17} {:>11} {:>13} {:>13} {:>13}\n", "bottom / top", "plain", "residual",
+             "post-norm", "pre-norm");
+  for (const auto& [name, g] : {std::pair{fmt::format("{} x Xavier", gain), &half},
+                                std::pair{std::string("Xavier (gain 1)"), &xavier}})
+    fmt::print("  {:<17} {:>11.1e} {:>13.2f} {:>13.2f} {:>13.2f}\n", name,
+               bottom_over_top(g->plain), bottom_over_top(g->residual),
+               bottom_over_top(g->post_norm), bottom_over_top(g->pre_norm));
+  fmt::print("  identity path alone,\n  {:<17} {:>11} {:>13.2f} {:>13.2f} {:>13.2f}\n",
+             fmt::format("{} x Xavier", gain), "-", bottom_over_top(half.residual_identity),
+             bottom_over_top(half.post_norm_identity), bottom_over_top(half.pre_norm_identity));
+  fmt::print("\n");
+
   const std::string path = out_dir + "/05_ffn_residual_norm/gradients.png";
-  viz::write_png(viz::line_plot(curves, {.title = fmt::format(
-                                             "gradient at each layer's input, {} layers", depth),
-                                         .x_label = "layer (1 = bottom, nearest the input)",
-                                         .y_label = "|dL/dh_i|",
-                                         .log_y = true}),
-                 path);
+  draw_gradients(half, gain, depth, path);
   fmt::print("  wrote {}\n\n", path);
-  check(ratio(plain) < 1e-6f, fmt::format("without residuals the bottom layer gets {:.1e} of the "
-                                          "top layer's gradient",
-                                          ratio(plain)));
-  check(ratio(resid) > 0.1f && ratio(resid) < 10.0f,
-        fmt::format("with residuals it gets {:.2f} of it: within a factor of 10", ratio(resid)));
-  bool never_below = true;  // d h_{i+1} / d h_i = I + J_i: the identity carries the gradient
-  for (int64_t i = 0; i < depth; ++i)
-    never_below = never_below && resid[static_cast<size_t>(i)] >= 0.5f * resid.back();
-  check(never_below, "with residuals no layer gets less than half the top layer's gradient");
-  check(ratio(plain_xavier) < 0.5f && ratio(resid_xavier) > 1.0f,
-        "at Xavier's scale the plain gradient still shrinks and the residual one grows");
+  check_gradients(half, xavier, check);
+}
+
+// x + F(x) needs F(x) as wide as x. A sub-layer that changes the width needs a projected
+// shortcut, W_s x + F(x) (He et al. 2016, eq. 2); the Transformer never does, because every
+// sub-layer returns d_model numbers per token (§3.1).
+void projection_shortcut(Rng& rng, Checks& check) {
+  const int64_t batch = 4, d_in = 16, d_out = 32;
+  NoGrad no_grad;
+  fmt::print("\n  a sub-layer that changes the width: d_in = {}, d_out = {}\n\n", d_in, d_out);
+  // [snippet: projection-shortcut]
+  // A sub-layer that widens: F(x) = tanh(x W^T + b) maps d_in = 16 numbers to d_out = 32.
+  const nn::Linear widen(d_in, d_out, rng);
+  const Tensor x = Tensor::randn({batch, d_in}, rng);
+  const Tensor fx = tanh(widen.forward(x));  // [B, 32]
+  bool refused = false;
+  try {
+    const Tensor y = x + fx;  // [B, 16] + [B, 32]
+    fmt::print("  x + F(x): {}\n", y.shape());
+  } catch (const ShapeError& e) {
+    refused = true;
+    fmt::print("  x + F(x) throws ShapeError: {}\n", e.what());
+  }
+  // The shortcut projected to d_out. Learnt: W_s is a [32, 16] Linear without bias.
+  const nn::Linear shortcut(d_in, d_out, rng, /*with_bias=*/false);
+  const Tensor y_learnt = shortcut.forward(x) + fx;  // W_s x + F(x), [B, 32]
+  // Fixed: W_s = [I; 0] copies x into the first 16 features and zeros into the other 16.
+  const Tensor y_fixed = concat({x, Tensor::zeros({batch, d_out - d_in})}, 1) + fx;
+  // [/snippet]
+  fmt::print("  W_s x + F(x), W_s learnt [{}, {}]: {}\n", d_out, d_in, y_learnt.shape());
+  fmt::print("  W_s x + F(x), W_s = [I; 0] fixed:  {}\n\n", y_fixed.shape());
+  check(refused, "x + F(x) with F(x) wider than x is refused with a ShapeError");
+  check(y_learnt.shape() == Shape{batch, d_out} && y_fixed.shape() == Shape{batch, d_out},
+        fmt::format("with the shortcut projected, W_s x + F(x) is [{}, {}]", batch, d_out));
+  check(max_abs_diff(slice(y_fixed, 1, 0, d_in), x + slice(fx, 1, 0, d_in)) == 0.0f,
+        "with W_s = [I; 0] the first 16 features are x + F(x)'s, exactly: the identity is kept");
 }
 
 // ---- 3. LayerNorm versus BatchNorm ----
@@ -304,6 +478,7 @@ struct Drift {
   viz::Series mean_real{}, mean_all{};  // d1's batch mean
   bool ln_same = true;                  // LayerNorm gave the probe token the same numbers
   bool padding_pulls = true;            // in every padded batch, padding lowered d1's mean
+  float bnm_largest = 0;                // largest |BatchNorm (masked) output| of a real token
 };
 
 // `batches` batches of the probe sentence and batch - 1 random sentences of 2 to 40 tokens,
@@ -320,6 +495,7 @@ Drift norms_on_batches(const std::vector<float>& probe_sentence, int64_t batches
       bnp{.name = "BatchNorm, no mask"};
   viz::Series mean_real{.name = "real tokens only"}, mean_all{.name = "padding counted"};
   bool ln_same = true, padding_pulls = true;
+  float bnm_largest = 0.0f;
   fmt::print(
       "  every batch: the same 5-token probe sentence + {} random sentences of 2..40 "
       "tokens\n\n",
@@ -358,6 +534,10 @@ Drift norms_on_batches(const std::vector<float>& probe_sentence, int64_t batches
     const float m_real = static_cast<float>(real_sum / real_count);
     const float m_all = static_cast<float>(all_sum / static_cast<double>(cells));
     padding_pulls = padding_pulls && (real_count == static_cast<double>(cells) || m_all < m_real);
+    for (int64_t c = 0; c < cells; ++c)
+      for (int64_t d = 0; d < kD; ++d)
+        if (p.mask.data()[c] > 0.0f)
+          bnm_largest = std::max(bnm_largest, std::abs(y_bnm.data()[c * kD + d]));
     const float step = static_cast<float>(k + 1);
     for (viz::Series* s : {&ln, &bnm, &bnp, &mean_real, &mean_all}) s->xs.push_back(step);
     ln.ys.push_back(ln_probe.data()[0]);
@@ -376,7 +556,8 @@ Drift norms_on_batches(const std::vector<float>& probe_sentence, int64_t batches
           .mean_real = mean_real,
           .mean_all = mean_all,
           .ln_same = ln_same,
-          .padding_pulls = padding_pulls};
+          .padding_pulls = padding_pulls,
+          .bnm_largest = bnm_largest};
 }
 
 // The probe token's d1 and the batch means of d1, batch after batch.
@@ -406,9 +587,9 @@ struct Largest {
   float batch_norm = 0, layer_norm = 0;
 };
 
-// A sentence far longer than any seen in training, in eval mode (running statistics).
+// A sentence far longer than any seen in training; bn_masked is in eval mode (running
+// statistics).
 Largest on_a_long_sentence(Rng& rng, nn::LayerNorm& layer_norm, nn::BatchNorm& bn_masked) {
-  bn_masked.eval();
   NoGrad no_grad;
   const int64_t long_len = 200;
   const Tensor long_x = Tensor::from({1, long_len, kD}, sentence(long_len, rng));
@@ -421,11 +602,97 @@ Largest on_a_long_sentence(Rng& rng, nn::LayerNorm& layer_norm, nn::BatchNorm& b
   }
   const float bound = std::sqrt(static_cast<float>(kD - 1));
   fmt::print("  eval mode, one sentence of {} tokens (training saw at most 40):\n", long_len);
+  fmt::print("    largest |output|: BatchNorm {:.1f}, LayerNorm {:.2f}\n", bn_max, ln_max);
   fmt::print(
-      "    largest |output|: BatchNorm {:.1f}, LayerNorm {:.2f} (never above sqrt(D - 1) "
-      "= {:.2f})\n\n",
-      bn_max, ln_max, bound);
+      "    (LayerNorm's gamma = 1 and beta = 0 as initialised, so its output is (x - mean) / "
+      "sd,\n     never above sqrt(D - 1) = {:.2f})\n\n",
+      bound);
   return {.batch_norm = bn_max, .layer_norm = ln_max};
+}
+
+// A batch of one token, the smallest there is: what BatchNorm makes of it in either mode.
+struct OneToken {
+  Tensor train, eval;              // [1, 1, D] outputs in training and in eval mode
+  bool eval_same_in_batch = true;  // in eval mode the token gets the same numbers in a batch
+};
+
+OneToken one_token(const std::vector<float>& probe_sentence, int64_t probe_t, Rng& rng,
+                   nn::BatchNorm& bn_masked) {
+  NoGrad no_grad;
+  const auto first = probe_sentence.begin() + probe_t * kD;
+  const Tensor token = Tensor::from({1, 1, kD}, std::vector<float>(first, first + kD));
+  // [snippet: one-token]
+  // Training mode uses the batch's statistics: here the token's own, so x - mean = 0. The
+  // running statistics play no part, so a fresh BatchNorm gives what bn_masked would.
+  nn::BatchNorm in_training(kD);
+  const Tensor y_train = in_training.forward(token);
+  // Eval mode (bn_masked.eval() was called before the long sentence) uses the running
+  // statistics gathered in training: one token is enough.
+  const Tensor y_eval = bn_masked.forward(token);
+  // [/snippet]
+  const Padded p = pad({probe_sentence, sentence(17, rng), sentence(33, rng)});
+  const Tensor in_batch = bn_masked.forward(p.x, p.mask);
+  bool same = true;
+  for (int64_t d = 0; d < kD; ++d)
+    same = same && in_batch.at({0, probe_t, d}) == y_eval.at({0, 0, d});
+  return {.train = y_train, .eval = y_eval, .eval_same_in_batch = same};
+}
+
+// The spread (max - min) of a series' values.
+float spread(const viz::Series& s) {
+  const auto [lo, hi] = std::minmax_element(s.ys.begin(), s.ys.end());
+  return *hi - *lo;
+}
+
+// The claims about training mode, where every batch brings its own statistics.
+void check_training_mode(const Drift& drift, const nn::BatchNorm& bn_masked,
+                         const nn::BatchNorm& bn_plain, int64_t batches, Checks& check) {
+  check(drift.ln_same,
+        fmt::format("LayerNorm gives the probe token the same {} numbers, bit for bit, in "
+                    "all {} batches and alone",
+                    kD, batches));
+  check(spread(drift.bnm) > 0.2f,
+        fmt::format("BatchNorm (masked) moves the same token by {:.2f} from "
+                    "batch to batch",
+                    spread(drift.bnm)));
+  check(bn_plain.running_mean.at({0}) < 0.75f * bn_masked.running_mean.at({0}),
+        fmt::format("counting padding, the running mean of d1 learns {:.2f} instead of {:.2f}",
+                    bn_plain.running_mean.at({0}), bn_masked.running_mean.at({0})));
+  check(drift.padding_pulls, "in every padded batch the zeros drag feature d1's mean down");
+}
+
+// Eval mode: a batch of one token, and what training mode gave the same token.
+void one_token_in_both_modes(const std::vector<float>& probe_sentence, int64_t probe_t,
+                             const Drift& drift, Rng& rng, nn::BatchNorm& bn_masked,
+                             Checks& check) {
+  const OneToken one = one_token(probe_sentence, probe_t, rng, bn_masked);
+  const auto row = [](const Tensor& y) {
+    std::string s;
+    for (int64_t d = 0; d < kD; ++d) s += fmt::format(" {:7.4f}", y.data()[d]);
+    return s;
+  };
+  const auto [lo, hi] = std::minmax_element(drift.bnm.ys.begin(), drift.bnm.ys.end());
+  const float eval_d1 = one.eval.data()[0];
+  const float farthest = std::max(std::abs(*hi - eval_d1), std::abs(*lo - eval_d1));
+  bool train_zero = true;
+  for (int64_t d = 0; d < kD; ++d) train_zero = train_zero && one.train.data()[d] == 0.0f;
+  std::string header;
+  for (int64_t d = 0; d < kD; ++d) header += fmt::format(" {:>7}", fmt::format("d{}", d + 1));
+  fmt::print("  the probe token alone, a batch of one token [1, 1, {}], through BatchNorm:\n", kD);
+  fmt::print("    {:<34}{}\n", "", header);
+  fmt::print("    {:<34}{}\n", "training mode (its own statistics)", row(one.train));
+  fmt::print("    {:<34}{}\n", "eval mode (running statistics)", row(one.eval));
+  fmt::print("  the same token's d1 in training mode, over the {} batches: {:.4f} .. {:.4f}\n\n",
+             drift.bnm.ys.size(), *lo, *hi);
+  check(train_zero, fmt::format("in training mode BatchNorm turns a lone token into {} zeros", kD));
+  check(one.eval_same_in_batch && std::isfinite(eval_d1),
+        fmt::format("in eval mode it gives the lone token d1 = {:.4f}, bit for bit as inside a "
+                    "batch",
+                    eval_d1));
+  check(farthest > 0.2f,
+        fmt::format("training and eval mode differ: the same token's d1 was up to {:.2f} "
+                    "away from it in training",
+                    farthest));
 }
 
 void layer_norm_vs_batch_norm(bool quick, Rng& rng, const std::string& out_dir, Checks& check) {
@@ -440,40 +707,34 @@ void layer_norm_vs_batch_norm(bool quick, Rng& rng, const std::string& out_dir, 
   nn::BatchNorm bn_masked(kD), bn_plain(kD);
   const Drift drift = norms_on_batches(probe_sentence, batches, batch, probe_t, rng, layer_norm,
                                        bn_masked, bn_plain);
-  const auto spread = [](const viz::Series& s) {
-    const auto [lo, hi] = std::minmax_element(s.ys.begin(), s.ys.end());
-    return *hi - *lo;
-  };
   fmt::print("  ...\n\n  probe token, feature d1, spread (max - min) over {} batches:\n", batches);
   fmt::print("    LayerNorm {:.4f}, BatchNorm masked {:.4f}, BatchNorm padding counted {:.4f}\n",
              spread(drift.ln), spread(drift.bnm), spread(drift.bnp));
+  const auto [mean_lo, mean_hi] =
+      std::minmax_element(drift.mean_real.ys.begin(), drift.mean_real.ys.end());
+  fmt::print("  d1's batch mean over real tokens: {:.3f} .. {:.3f}\n", *mean_lo, *mean_hi);
   fmt::print(
       "  BatchNorm's running statistics of d1 after {} batches:\n"
-      "    masked: mean {:.3f}, var {:.3f}; padding counted: mean {:.3f}, var {:.3f}\n\n",
+      "    masked: mean {:.3f}, var {:.3f}; padding counted: mean {:.3f}, var {:.3f}\n",
       batches, bn_masked.running_mean.at({0}), bn_masked.running_var.at({0}),
       bn_plain.running_mean.at({0}), bn_plain.running_var.at({0}));
-
+  fmt::print("  largest |BatchNorm (masked) output| of a real token in training: {:.2f}\n\n",
+             drift.bnm_largest);
   draw_drift(drift, out_dir);
-  const Largest largest = on_a_long_sentence(rng, layer_norm, bn_masked);
-  const float bn_max = largest.batch_norm, ln_max = largest.layer_norm;
-  const float bound = std::sqrt(static_cast<float>(kD - 1));
+  check_training_mode(drift, bn_masked, bn_plain, batches, check);
+  fmt::print("\n");
 
-  check(drift.ln_same,
-        fmt::format("LayerNorm gives the probe token the same {} numbers, bit for bit, in "
-                    "all {} batches and alone",
-                    kD, batches));
-  check(spread(drift.bnm) > 0.2f,
-        fmt::format("BatchNorm (masked) moves the same token by {:.2f} from "
-                    "batch to batch",
-                    spread(drift.bnm)));
-  check(bn_plain.running_mean.at({0}) < 0.75f * bn_masked.running_mean.at({0}),
-        fmt::format("counting padding, the running mean of d1 learns {:.2f} instead of {:.2f}",
-                    bn_plain.running_mean.at({0}), bn_masked.running_mean.at({0})));
-  check(drift.padding_pulls, "in every padded batch the zeros drag feature d1's mean down");
-  check(bn_max > 3.0f * bound && ln_max <= bound + 1e-4f,
-        fmt::format("on the long sentence BatchNorm's running statistics give {:.1f}; "
-                    "LayerNorm stays within {:.2f}",
-                    bn_max, bound));
+  bn_masked.eval();  // from here on BatchNorm uses its running statistics
+  const Largest largest = on_a_long_sentence(rng, layer_norm, bn_masked);
+  const float bound = std::sqrt(static_cast<float>(kD - 1));
+  check(largest.batch_norm > 2.0f * drift.bnm_largest,
+        fmt::format("on the long sentence BatchNorm's running statistics give {:.1f}, over "
+                    "twice the {:.2f} of training",
+                    largest.batch_norm, drift.bnm_largest));
+  check(largest.layer_norm <= bound,
+        fmt::format("LayerNorm (gamma = 1, beta = 0) stays within sqrt(D - 1) = {:.2f}", bound));
+  fmt::print("\n");
+  one_token_in_both_modes(probe_sentence, probe_t, drift, rng, bn_masked, check);
 }
 
 }  // namespace
@@ -495,6 +756,7 @@ int main(int argc, char** argv) {
     Rng rng(seed);
     feed_forward(rng, check);
     residual_connections(quick, rng, out_dir, check);
+    projection_shortcut(rng, check);
     layer_norm_vs_batch_norm(quick, rng, out_dir, check);
   } catch (const std::exception& e) {
     fmt::print("\nlesson 05: stopped by an exception: {}\n", e.what());
