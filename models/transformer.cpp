@@ -275,12 +275,15 @@ Transformer::Transformer(const TransformerConfig& c, Rng& rng)
 // for the scale. Xavier-initialised embeddings have entries of about sqrt(2 / (V + D)),
 // far below the positional codes' sines and cosines of size ~1, so unscaled, the positions
 // would drown the tokens; with tied weights the same matrix is the output projection, where
-// small entries keep the first logits small. Lesson 06 measures the norms.
+// small entries keep the first logits small. Lesson 06 measures the norms, and trains with
+// and without the scale (scale_embeddings).
 Tensor Transformer::embed_tokens(const nn::Embedding& table, const IndexTensor& ids,
                                  int64_t offset) {
   if (ids.shape().rank() != 2)
     throw ShapeError(fmt::format("transformer: token ids must be [B, L], got {}", ids.shape()));
-  const Tensor scaled = table.forward(ids) * std::sqrt(static_cast<float>(config.d_model));
+  const Tensor tokens = table.forward(ids);
+  const Tensor scaled =
+      config.scale_embeddings ? tokens * std::sqrt(static_cast<float>(config.d_model)) : tokens;
   return dropout_.forward(scaled + positions_.rows(offset, ids.shape()[1]));
 }
 

@@ -47,6 +47,10 @@ struct TransformerConfig {
   float norm_eps = 1e-5f;
   bool norm_first = false;
   bool tied = true;
+  // Multiply the embeddings by sqrt(d_model) before the positions are added (§3.4). Off only
+  // to measure what the scale does (lesson 06). Not saved in a checkpoint: a loaded model
+  // always scales, so a checkpoint assumes this default.
+  bool scale_embeddings = true;
   int32_t pad_id = 0, bos_id = 1, eos_id = 2;
 
   // Throws std::invalid_argument naming the first field that is out of range.

@@ -2,11 +2,12 @@
 //
 // Attention compares every token with every other and never asks where a token stands. How
 // does the Transformer learn word order, and why are the embeddings multiplied by
-// sqrt(d_model) before the positions are added? Four steps: the sinusoid table by hand
+// sqrt(d_model) before the positions are added? Five steps: the sinusoid table by hand
 // (checked against nn::PositionalEncoding), the rotation that turns PE(pos) into PE(pos + k),
-// self-attention with and without positions on "dog bites man", and the measured norms of
-// embeddings and positional codes. README.md is the text that walks through this file. Every
-// claim is checked; a failed check makes the program exit with 1.
+// self-attention with and without positions on "dog bites man", the measured norms of
+// embeddings and positional codes, and the reverse task trained with and without the scale,
+// tied and untied. README.md is the text that walks through this file. Every claim is
+// checked; a failed check makes the program exit with 1.
 //
 // Shape legend: T sequence length, D d_model, V vocabulary, L rows of the table (max_len).
 #include <fmt/format.h>
@@ -25,10 +26,17 @@
 #include "autograd/ops.h"
 #include "autograd/random.h"
 #include "autograd/tensor.h"
+#include "data/batch_source.h"
+#include "data/tasks.h"
+#include "data/vocab.h"
 #include "lessons/lesson.h"
+#include "models/transformer.h"
 #include "nn/attention.h"
 #include "nn/feed_forward.h"
 #include "nn/layers.h"
+#include "training/evaluate.h"
+#include "training/loop.h"
+#include "training/trainer.h"
 #include "viz/heatmap.h"
 #include "viz/line_plot.h"
 #include "viz/png.h"
@@ -447,6 +455,229 @@ void why_sqrt_d(bool quick, uint64_t seed, const std::string& out_dir, Checks& c
   fmt::print("  wrote {}\n", path);
 }
 
+// ---- 5. Training with and without the scale ----
+
+// The reverse task and lesson 08's small model (section 5); --quick shrinks it.
+struct ScaleSetup {
+  TransformerConfig model;
+  data::TaskConfig task;
+  int64_t steps = 0, batch = 32, warmup = 50, held_out = 128;
+  float factor = 0.5f;          // multiplies eq. 3's rate, as in lesson 08
+  int64_t early_steps = 0;      // the start of training whose mean loss is compared
+  std::vector<uint64_t> seeds;  // each seed trains all four models
+};
+
+ScaleSetup make_scale_setup(bool quick, uint64_t seed) {
+  ScaleSetup s;
+  s.model = {.vocab_size = 11,
+             .d_model = 32,
+             .d_ff = 64,
+             .heads = 2,
+             .encoder_layers = 2,
+             .decoder_layers = 2,
+             .max_len = 64,
+             .dropout = 0.1f};
+  s.task = {.vocab_size = 11, .min_len = 10, .max_len = 10};
+  s.steps = quick ? 60 : 400;
+  s.early_steps = quick ? 60 : 200;
+  if (quick) s.task.min_len = s.task.max_len = 6;
+  s.seeds = quick ? std::vector<uint64_t>{seed} : std::vector<uint64_t>{seed, seed + 1, seed + 2};
+  return s;
+}
+
+// What one training run ends with.
+struct ScaleRun {
+  bool tied = true, scale = true;
+  uint64_t seed = 0;
+  std::vector<float> losses{};                // the training loss of every step
+  double early_loss = 0.0;                    // mean over steps 1 .. early_steps
+  double final_loss = 0.0;                    // mean over the last 20 steps
+  double exact = 0.0;                         // held-out exact match, greedy decoding
+  double ratio_start = 0.0, ratio_end = 0.0;  // token_to_position before and after training
+};
+
+// [snippet: token-to-position]
+// The token's part of x = s E[token] + PE(pos) against the position's part: the mean norm of
+// s E[token] over the content tokens (s = sqrt(D) with the scale, 1 without) over the mean
+// norm of PE(pos) over the positions 0 .. length - 1. Tied, E is also the output layer.
+double token_to_position(const Transformer& model, int64_t length) {
+  const nn::Embedding& table = model.config.tied ? *model.embed : *model.src_embed;
+  const int64_t v = model.config.vocab_size, d = model.config.d_model;
+  double token = 0.0, position = 0.0;
+  for (int64_t r = data::kNumSpecial; r < v; ++r)
+    token += row_norm(table.weight, r) / static_cast<double>(v - data::kNumSpecial);
+  if (model.config.scale_embeddings) token *= std::sqrt(static_cast<double>(d));
+  const nn::PositionalEncoding pe(length, d);
+  for (int64_t p = 0; p < length; ++p)
+    position += row_norm(pe.table(), p) / static_cast<double>(length);
+  return token / position;
+}
+// [/snippet]
+
+// Trains one model from seed. With the same seed and the same tying, the runs with and without
+// the scale start from the same weights and see the same batches and dropout masks.
+ScaleRun train_reverse(const ScaleSetup& setup, bool tied, bool scale, uint64_t seed,
+                       const std::vector<data::Pair>& held_out) {
+  ScaleRun run{.tied = tied, .scale = scale, .seed = seed};
+  // [snippet: four-ways]
+  TransformerConfig config = setup.model;
+  config.tied = tied;               // one matrix for both embeddings and the output layer
+  config.scale_embeddings = scale;  // x sqrt(d_model) before PE is added, or not
+  Rng rng(seed);
+  Transformer model(config, rng);
+  const int64_t positions = setup.task.max_len + 1;  // the longest source: content and eos
+  run.ratio_start = token_to_position(model, positions);
+  data::BatchSource batches = data::BatchSource::generated(data::Task::Reverse, setup.task,
+                                                           setup.batch, Rng(rng.next_u64()));
+  training::Trainer trainer(nn::Optimizer(model.named_parameters(), nn::AdamConfig{}),
+                            training::noam(config.d_model, setup.warmup, setup.factor));
+  model.train();
+  training::run(
+      trainer, [&] { return batches.next(); },
+      [&](const data::Batch& batch) { return training::teacher_forced_loss(model, batch); },
+      setup.steps, {.after_step = [&](const training::StepRecord& r) {
+        run.losses.push_back(r.result.loss);
+      }});
+  model.eval();
+  run.exact = training::exact_match(model, held_out);
+  run.ratio_end = token_to_position(model, positions);
+  // [/snippet]
+  const auto mean_loss = [&](int64_t from, int64_t to) {  // steps from+1 .. to
+    double sum = 0.0;
+    for (int64_t n = from; n < to; ++n) sum += run.losses[static_cast<size_t>(n)];
+    return sum / static_cast<double>(to - from);
+  };
+  run.early_loss = mean_loss(0, setup.early_steps);
+  run.final_loss = mean_loss(setup.steps - 20, setup.steps);
+  return run;
+}
+
+std::string run_name(bool tied, bool scale) {
+  return fmt::format("{}, {}", tied ? "tied" : "untied", scale ? "x sqrt(D)" : "no scale");
+}
+
+// The loss curve of one of the four models, averaged over the seeds and over windows of 10
+// steps, for the picture: dark with the scale, light without; blue tied, orange untied.
+viz::Series mean_curve(const std::vector<ScaleRun>& runs, bool tied, bool scale) {
+  viz::Series curve{.name = run_name(tied, scale),
+                    .colour = tied ? (scale ? viz::Rgb{30, 90, 200} : viz::Rgb{140, 180, 235})
+                                   : (scale ? viz::Rgb{215, 105, 0} : viz::Rgb{245, 190, 120})};
+  const size_t steps = runs.front().losses.size(), window = 10;
+  for (size_t start = 0; start + window <= steps; start += window) {
+    double sum = 0.0;
+    int64_t count = 0;
+    for (const ScaleRun& r : runs) {
+      if (r.tied != tied || r.scale != scale) continue;
+      for (size_t n = start; n < start + window; ++n) sum += r.losses[n];
+      count += static_cast<int64_t>(window);
+    }
+    curve.xs.push_back(static_cast<float>(start + window));
+    curve.ys.push_back(static_cast<float>(sum / static_cast<double>(count)));
+  }
+  return curve;
+}
+
+// The first step (x) at which the curve is below level; never: `never`.
+int64_t first_step_below(const viz::Series& curve, float level, int64_t never) {
+  for (size_t n = 0; n < curve.ys.size(); ++n)
+    if (curve.ys[n] < level) return static_cast<int64_t>(curve.xs[n]);
+  return never;
+}
+
+// The claims of section 5. Runs come in fours per seed: tied scaled, tied unscaled, untied
+// scaled, untied unscaled; below_one holds the four models' steps to a mean loss below 1.0.
+void check_scale_claims(const std::vector<ScaleRun>& runs, const std::vector<int64_t>& below_one,
+                        bool quick, Checks& check) {
+  bool ratios_start = true, unscaled_stay_small = true, early_faster = true;
+  double final_gap_tied = 0.0, final_gap_untied = 0.0;  // unscaled - scaled, summed over seeds
+  for (size_t n = 0; n < runs.size(); n += 2) {
+    const ScaleRun &scaled = runs[n], &unscaled = runs[n + 1];
+    ratios_start = ratios_start && scaled.ratio_start > 1.2 && unscaled.ratio_start < 0.4;
+    unscaled_stay_small = unscaled_stay_small && unscaled.ratio_end < 0.7;
+    early_faster = early_faster && scaled.early_loss < unscaled.early_loss - 0.05;
+    (scaled.tied ? final_gap_tied : final_gap_untied) += unscaled.final_loss - scaled.final_loss;
+  }
+  bool tied_grows_less = true;  // unscaled: the tied matrix's token part grows less
+  for (size_t n = 0; n < runs.size(); n += 4)
+    tied_grows_less = tied_grows_less && runs[n + 1].ratio_end < runs[n + 3].ratio_end - 0.05;
+  check(ratios_start,
+        "at the start, the token's part is > 1.2x the position's with the scale and < 0.4x "
+        "without it");
+  if (!quick) {  // --quick trains too few steps to compare the losses
+    check(early_faster,
+          "with the scale, the mean loss of steps 1-200 is lower (by > 0.05) for every seed, "
+          "tied and untied");
+    check(unscaled_stay_small,
+          "without the scale, the token's part is still < 0.7x the position's after training");
+    check(tied_grows_less,
+          "without the scale, the tied matrix's token part ends smaller than the untied one's "
+          "(by > 0.05), for every seed");
+    check(below_one[1] >= below_one[0] + 50 && below_one[3] >= below_one[2] + 50,
+          "without the scale, the mean loss falls below 1.0 at least 50 steps later, tied and "
+          "untied");
+    check(final_gap_tied > 0.0 && final_gap_untied > 0.0,
+          "with the scale, the final loss averaged over the seeds is lower, tied and untied");
+  }
+}
+
+void training_with_and_without_scale(bool quick, uint64_t seed, const std::string& out_dir,
+                                     Checks& check) {
+  banner("5. Training with and without the scale");
+  const ScaleSetup setup = make_scale_setup(quick, seed);
+  Rng held_out_rng(seed + 1000);
+  const std::vector<data::Pair> held_out =
+      data::generate(data::Task::Reverse, setup.held_out, setup.task, held_out_rng);
+  fmt::print(
+      "  reverse task, length {}, {} held-out pairs; d_model {}, {} + {} layers, dropout {}\n",
+      setup.task.max_len, setup.held_out, setup.model.d_model, setup.model.encoder_layers,
+      setup.model.decoder_layers, setup.model.dropout);
+  fmt::print(
+      "  {} steps of {} sequences; token / position: the token's part of x over the "
+      "position's\n\n",
+      setup.steps, setup.batch);
+  fmt::print("  {:>4}  {:<20} {:>15} {:>12} {:>8} {:>7}\n", "seed", "model", "token / position",
+             "mean loss", "final", "exact");
+  fmt::print("  {:>4}  {:<20} {:>15} {:>12} {:>8} {:>7}\n", "", "", "start -> end",
+             fmt::format("steps 1-{}", setup.early_steps), "loss", "match");
+  std::vector<ScaleRun> runs;
+  for (const uint64_t s : setup.seeds)
+    for (const bool tied : {true, false})
+      for (const bool scale : {true, false}) {
+        const ScaleRun& r = runs.emplace_back(train_reverse(setup, tied, scale, s, held_out));
+        fmt::print("  {:>4}  {:<20} {:>6.2f} -> {:<5.2f} {:>12.3f} {:>8.3f} {:>7.3f}\n", s,
+                   run_name(tied, scale), r.ratio_start, r.ratio_end, r.early_loss, r.final_loss,
+                   r.exact);
+      }
+  fmt::print("\n");
+
+  // The seeds' mean curves, in the order tied scaled, tied unscaled, untied scaled, untied
+  // unscaled; and the first step at which each falls below a loss of 1.0.
+  std::vector<viz::Series> curves;
+  std::vector<int64_t> below_one;
+  fmt::print("  first step at which the mean loss (of the seeds, 10-step window) is below 1.0:\n");
+  for (const bool tied : {true, false})
+    for (const bool scale : {true, false}) {
+      below_one.push_back(first_step_below(curves.emplace_back(mean_curve(runs, tied, scale)), 1.0f,
+                                           setup.steps + 1));
+      fmt::print("    {:<20} {}\n", run_name(tied, scale),
+                 below_one.back() > setup.steps ? "never" : std::to_string(below_one.back()));
+    }
+  fmt::print("\n");
+  check_scale_claims(runs, below_one, quick, check);
+
+  const std::string path = out_dir + "/06_positions/scale_training.png";
+  viz::write_png(
+      viz::line_plot(curves, {.title = fmt::format("reverse task, training loss (mean of {} "
+                                                   "seeds, 10-step windows)",
+                                                   setup.seeds.size()),
+                              .y_label = "cross-entropy (log scale)",
+                              .log_y = true,
+                              .width = 820,
+                              .height = 460}),
+      path);
+  fmt::print("  wrote {}\n", path);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -454,8 +685,10 @@ int main(int argc, char** argv) {
   bool quick = false;
   uint64_t seed = 1;
   std::string out_dir = "out";
-  app.add_flag("--quick", quick, "a smaller run, in about a second (the tests use it)");
-  app.add_option("--seed", seed, "seed for the random embeddings and weights")
+  app.add_flag("--quick", quick, "a smaller run, in a few seconds (the tests use it)");
+  app.add_option(
+         "--seed", seed,
+         "seed for the random embeddings, weights and data (section 5: this seed and the next two)")
       ->capture_default_str();
   app.add_option("--out", out_dir, "pictures go to <out>/06_positions/")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
@@ -467,6 +700,7 @@ int main(int argc, char** argv) {
     relative_positions(out_dir, check);
     attention_without_order(seed, out_dir, check);
     why_sqrt_d(quick, seed, out_dir, check);
+    training_with_and_without_scale(quick, seed, out_dir, check);
   } catch (const std::exception& e) {
     fmt::print("\nlesson 06: stopped by an exception: {}\n", e.what());
     return 1;
