@@ -2,15 +2,16 @@
 //
 //   Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V
 //
-// What does attention compute, and why does the paper divide the scores by sqrt(d_k)? Four
+// What does attention compute, and why does the paper divide the scores by sqrt(d_k)? Five
 // steps answer it: attention as a soft dictionary lookup, attention by hand on a six-word
 // sentence (checked against the library), a measurement of what happens without the scale as
-// d_k grows from 4 to 1024 (footnote 4), and a saturated softmax seen as a heatmap. README.md
-// is the text that walks through this file. Every claim is checked; a failed check makes the
-// program exit with 1.
+// d_k grows from 4 to 1024 (footnote 4), a saturated softmax seen as a heatmap, and one
+// attention layer trained at growing d_k with the scale, without it, and with additive
+// attention instead (the comparison of §3.2.1). README.md is the text that walks through this
+// file. Every claim is checked; a failed check makes the program exit with 1.
 //
 // Shape legend: T queries, S keys, K = d_k (query and key width), V = d_v (value width),
-// N random trials, n keys per trial.
+// N random trials, n keys per trial, B dictionaries of the retrieval task, D = their key width.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -875,8 +876,8 @@ int main(int argc, char** argv) {
   bool quick = false;
   uint64_t seed = 1;
   std::string out = "out";
-  app.add_flag("--quick", quick, "fewer random trials, in about a second (the tests use it)");
-  app.add_option("--seed", seed, "seed for the random queries and keys")->capture_default_str();
+  app.add_flag("--quick", quick, "fewer random trials and smaller training runs, in a second or two (the tests use it)");
+  app.add_option("--seed", seed, "seed for the random queries and keys, and for the training runs")->capture_default_str();
   app.add_option("--out", out, "directory for pictures; they go to <out>/02_attention/")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
