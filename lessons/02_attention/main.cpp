@@ -562,6 +562,7 @@ Tensor one_hot_values() {
   return values;
 }
 
+// Scales a key of kWidth numbers to the given length, keeping its direction.
 void stretch_to_length(float* row, float length) {
   float squares = 0;
   for (int64_t i = 0; i < kWidth; ++i) squares += row[i] * row[i];
