@@ -792,8 +792,8 @@ void check_learning(const std::vector<WidthResult>& rows, bool quick, Checks& ch
                 &additive = last.of(Scoring::kAdditive);
   check(loss(wide, Scoring::kUnscaled) > 1.3 * loss(wide, Scoring::kScaled) &&
             unscaled.accuracy < scaled.accuracy - 0.015,
-        fmt::format("already {:.2f}x at d_k = {}; at {} it answers {:.1f} points fewer queries "
-                    "right",
+        fmt::format("unscaled's loss is already {:.2f}x scaled's at d_k = {}; at {} it answers "
+                    "{:.1f} points fewer queries right",
                     loss(wide, Scoring::kUnscaled) / loss(wide, Scoring::kScaled), wide.d_k,
                     last.d_k, 100 * (scaled.accuracy - unscaled.accuracy)));
   double scaled_lo = 1e30, scaled_hi = 0;
@@ -877,8 +877,11 @@ int main(int argc, char** argv) {
   bool quick = false;
   uint64_t seed = 1;
   std::string out = "out";
-  app.add_flag("--quick", quick, "fewer random trials and smaller training runs, in a second or two (the tests use it)");
-  app.add_option("--seed", seed, "seed for the random queries and keys, and for the training runs")->capture_default_str();
+  app.add_flag(
+      "--quick", quick,
+      "fewer random trials and smaller training runs, in a second or two (the tests use it)");
+  app.add_option("--seed", seed, "seed for the random queries and keys, and for the training runs")
+      ->capture_default_str();
   app.add_option("--out", out, "directory for pictures; they go to <out>/02_attention/")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
