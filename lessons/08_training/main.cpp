@@ -3,10 +3,12 @@
 // How does the model of lesson 07 learn, and what do the paper's training choices (§5.3, §5.4)
 // do? The program plots the warm-up schedule, shows teacher forcing on one example, trains a
 // small Transformer to copy its input with Adam, warm-up, dropout and label smoothing, decodes
-// greedily with a loop written out and checked against the library, watches the
-// cross-attention turn into the diagonal, draws every attention map of the trained model,
-// trains the same model again without label smoothing to measure what smoothing changes, and
-// writes the main run's page: one HTML file to open in a browser.
+// greedily with a loop written out and checked against the library, measures what a decoding
+// step costs with and without the key/value cache, watches the cross-attention turn into the
+// diagonal, draws every attention map of the trained model, trains the same model again with
+// other amounts of label smoothing to measure what smoothing changes, writes the main run's
+// page (one HTML file to open in a browser), and last trains post-norm and pre-norm models
+// with and without warm-up.
 // README.md is the text that walks through this file. Every claim is checked; a failed check
 // makes the program exit with 1.
 //
@@ -261,6 +263,7 @@ void teacher_forcing(const Setup& setup, uint64_t seed, const data::Pair& exampl
 struct Eval {
   int64_t step = 0;
   double loss = 0.0;             // unsmoothed cross-entropy, teacher forced, nats per token
+  double uniform_loss = 0.0;     // cross-entropy against the uniform target: -(1/V) sum_k log p_k
   double p_correct = 0.0;        // mean probability given to the correct token
   double forced_accuracy = 0.0;  // teacher forced: argmax == target, per token
   double forced_exact = 0.0;     // teacher forced: every token of the row right
@@ -278,6 +281,11 @@ struct Run {
   std::vector<Eval> evals;
   double seconds = 0.0;
 };
+
+// The paper's eps = 0.1 run, the main model of sections 3 to 6 and 8.
+const Run& main_run_of(const std::vector<Run>& runs) {
+  return *std::find_if(runs.begin(), runs.end(), [](const Run& r) { return r.smoothing == 0.1f; });
+}
 
 // A run's evaluations as curves, for the pictures of sections 3, 5 and 7 (defined at the end).
 std::vector<float> column(const std::vector<Eval>& evals, double Eval::*field);
@@ -364,6 +372,7 @@ Eval evaluate(Transformer& model, const HeldOut& held_out, int64_t step) {
       const int64_t best = std::max_element(lp, lp + vocab) - lp;
       ++tokens;
       e.loss -= lp[target];
+      for (int64_t k = 0; k < vocab; ++k) e.uniform_loss -= lp[k] / static_cast<double>(vocab);
       e.p_correct += std::exp(static_cast<double>(lp[target]));
       forced_right += best == target;
       row_right = row_right && best == target;
@@ -371,6 +380,7 @@ Eval evaluate(Transformer& model, const HeldOut& held_out, int64_t step) {
     rows_right += row_right;
   }
   e.loss /= static_cast<double>(tokens);
+  e.uniform_loss /= static_cast<double>(tokens);
   e.p_correct /= static_cast<double>(tokens);
   e.forced_accuracy = static_cast<double>(forced_right) / static_cast<double>(tokens);
   e.forced_exact = static_cast<double>(rows_right) / static_cast<double>(rows);
@@ -579,6 +589,224 @@ void greedy_decoding(Transformer& model, const HeldOut& held_out, Checks& check)
         "key/value cache) on every held-out row");
 }
 
+// What one greedy step costs against the prefix length t (the tokens the decoder has read,
+// the new one included), with the key/value cache and without it. Costs depend only on
+// shapes, so an untrained model of the lesson's shape serves, with a positional table long
+// enough for t up to kLongestPrefix.
+constexpr int64_t kLongestPrefix = 256;
+constexpr int64_t kRows = 8;  // decoded together, the first 8 held-out sources
+
+// Multiply-adds per row of one step, from the weights' shapes: the self-attention over the
+// t cached keys (the scores q.k and the weighted sum of values, D each per key and layer),
+// and the rest: the new token's projections, the cross-attention over the S source
+// positions, the feed-forward layers and the generator.
+struct MultiplyAdds {
+  int64_t attention = 0, rest = 0;
+};
+
+// Per row and position, every projection a decoder layer applies to one token.
+int64_t projections_per_token(const DecoderLayer& layer) {
+  const auto& self = layer.self_attn;
+  const auto& cross = layer.cross_attn;
+  return self.q.weight.numel() + self.k.weight.numel() + self.v.weight.numel() +
+         self.o.weight.numel() + cross.q.weight.numel() + cross.o.weight.numel() +
+         layer.ffn.linear1.weight.numel() + layer.ffn.linear2.weight.numel();
+}
+
+// With the cache: only the new token passes through the layers; its query meets t keys.
+MultiplyAdds cached_step(const Transformer& model, int64_t t, int64_t src_len) {
+  const int64_t d = model.config.d_model;
+  MultiplyAdds m{.rest = model.config.vocab_size * d};  // the generator, for the new token
+  for (const auto& layer : model.decoder.layers) {
+    m.attention += 2 * t * d;
+    m.rest += projections_per_token(*layer) + 2 * src_len * d;
+  }
+  return m;
+}
+
+// Without it: all t positions pass through the layers again, every query meets t keys (the
+// look-ahead mask blanks half the scores after computing them), and the source's keys and
+// values are projected again.
+MultiplyAdds uncached_step(const Transformer& model, int64_t t, int64_t src_len) {
+  const int64_t d = model.config.d_model;
+  MultiplyAdds m{.rest = model.config.vocab_size * d};  // the generator, last position only
+  for (const auto& layer : model.decoder.layers) {
+    m.attention += 2 * t * t * d;
+    m.rest += t * (projections_per_token(*layer) + 2 * src_len * d) +
+              src_len * (layer->cross_attn.k.weight.numel() + layer->cross_attn.v.weight.numel());
+  }
+  return m;
+}
+
+struct StepTimes {
+  int64_t t = 0;
+  double cached = 0.0, attention = 0.0, uncached = 0.0;  // seconds per step, fastest of several
+  double rest() const { return cached - attention; }
+};
+
+// Times one cached step at prefix length t: the cache is filled as t - 1 earlier steps would
+// have left it (random keys and values: the cost does not depend on them), and the step
+// appends the new token's. The attention part is the same work done alone, layer by layer:
+// append the new key and value to the cache, then multi_head_attention of the one query
+// over the t keys. Last, the step without the cache, which decodes all t positions again.
+StepTimes time_step(Transformer& model, const IndexTensor& src, int64_t t) {
+  NoGrad no_grad;
+  const TransformerConfig& c = model.config;
+  const int64_t rows = src.shape()[0], d = c.d_model;
+  const Tensor src_mask = nn::padding_mask(src, c.pad_id);
+  const Tensor memory = model.encode(src, src_mask);
+  Rng rng(static_cast<uint64_t>(t));
+  std::vector<DecoderLayerCache> filled;
+  for (const auto& layer : model.decoder.layers) {
+    DecoderLayerCache one;
+    one.self_attn = {Tensor::randn({rows, t - 1, d}, rng), Tensor::randn({rows, t - 1, d}, rng)};
+    one.cross_attn = {layer->cross_attn.k.forward(memory), layer->cross_attn.v.forward(memory)};
+    filled.push_back(one);
+  }
+  const int32_t letter = data::kNumSpecial;  // "a": any token costs the same
+  const IndexTensor newest = IndexTensor::from({rows, 1}, std::vector<int32_t>(rows, letter));
+  const int reps = 50;  // a step takes well under a millisecond
+  StepTimes times{.t = t};
+  times.cached = fastest_of(reps, [&] {
+    std::vector<DecoderLayerCache> cache = filled;  // the state before this step, every time
+    model.generate(model.decode(newest, memory, src_mask, {}, &cache, t - 1));
+  });
+  const Tensor query = Tensor::randn({rows, 1, d}, rng), new_key = Tensor::randn({rows, 1, d}, rng);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d / c.heads));
+  times.attention = fastest_of(reps, [&] {
+    for (const DecoderLayerCache& layer : filled) {
+      const Tensor keys = concat({layer.self_attn.k, new_key}, 1);
+      const Tensor values = concat({layer.self_attn.v, new_key}, 1);
+      multi_head_attention(query, keys, values, {}, c.heads, scale);
+    }
+  });
+  const IndexTensor prefix = IndexTensor::from({rows, t}, std::vector<int32_t>(rows * t, letter));
+  times.uncached = fastest_of(3, [&] {
+    const Tensor y = model.decode(prefix, memory, src_mask, nn::look_ahead_mask(t));
+    model.generate(slice(y, 1, t - 1, t));
+  });
+  return times;
+}
+
+// Left: the cached step and its two parts against t, on linear axes, where growing in
+// proportion to t is a straight line and not growing is a flat one. Right: the step with and
+// without the cache, on a log axis.
+void draw_step_costs(const std::vector<StepTimes>& times, const std::string& out_dir) {
+  std::vector<float> ts, attention, rest, step, uncached;
+  for (const StepTimes& s : times) {
+    ts.push_back(static_cast<float>(s.t));
+    attention.push_back(static_cast<float>(1e3 * s.attention));
+    rest.push_back(static_cast<float>(1e3 * s.rest()));
+    step.push_back(static_cast<float>(1e3 * s.cached));
+    uncached.push_back(static_cast<float>(1e3 * s.uncached));
+  }
+  const int w = 520, h = 380;
+  const std::string path = out_dir + "/08_training/decoding_step_cost.png";
+  viz::write_png(
+      viz::grid(
+          {viz::line_plot({{.name = "whole step", .xs = ts, .ys = step},
+                           {.name = "self-attention over the cache", .xs = ts, .ys = attention},
+                           {.name = "the rest", .xs = ts, .ys = rest}},
+                          {.title = "with the key/value cache",
+                           .x_label = "prefix length t",
+                           .y_label = "ms per step",
+                           .width = w,
+                           .height = h}),
+           viz::line_plot({{.name = "without the cache", .xs = ts, .ys = uncached},
+                           {.name = "with the cache", .xs = ts, .ys = step}},
+                          {.title = "the whole step (log scale)",
+                           .x_label = "prefix length t",
+                           .y_label = "ms per step",
+                           .log_y = true,
+                           .width = w,
+                           .height = h})},
+          2, fmt::format("one greedy decoding step, {} rows, against the prefix length", kRows)),
+      path);
+  fmt::print("\n  wrote {}\n\n", path);
+}
+
+void check_step_costs(const Transformer& model, const std::vector<StepTimes>& times,
+                      int64_t src_len, Checks& check) {
+  const StepTimes &first = times.front(), &last = times.back();
+  const MultiplyAdds low = cached_step(model, first.t, src_len);
+  bool attention_linear = true, rest_flat = true, uncached_faster = true;
+  for (size_t i = 0; i < times.size(); ++i) {
+    const MultiplyAdds m = cached_step(model, times[i].t, src_len);
+    attention_linear = attention_linear && m.attention * first.t == low.attention * times[i].t;
+    rest_flat = rest_flat && m.rest == low.rest;
+    if (i > 0) {  // without the cache, doubling t more than doubles the step
+      const MultiplyAdds a = uncached_step(model, times[i - 1].t, src_len);
+      const MultiplyAdds b = uncached_step(model, times[i].t, src_len);
+      uncached_faster = uncached_faster && b.attention + b.rest > 2 * (a.attention + a.rest);
+    }
+  }
+  check(attention_linear && rest_flat,
+        fmt::format("multiply-adds with the cache: the self-attention grows in proportion to t "
+                    "({} per row at t = {}, {} at t = {}), the rest is {} at every t",
+                    low.attention, first.t, cached_step(model, last.t, src_len).attention, last.t,
+                    low.rest));
+  check(uncached_faster,
+        "multiply-adds without the cache: each doubling of t more than doubles the step (t "
+        "positions through every layer, t x t attention scores)");
+
+  const auto ratio = static_cast<double>(last.t) / static_cast<double>(first.t);
+  check.timing(last.attention > 0.25 * ratio * first.attention,
+               fmt::format("time with the cache: the self-attention part grows with t, {:.3f} ms "
+                           "at t = {} to {:.3f} ms at t = {} ({:.0f}x for {:.0f}x the keys)",
+                           1e3 * first.attention, first.t, 1e3 * last.attention, last.t,
+                           last.attention / first.attention, ratio));
+  check.timing(last.rest() < 1.5 * first.rest() + 0.1 * last.attention,
+               fmt::format("time with the cache: the rest stays flat, {:.3f} ms at t = {} and "
+                           "{:.3f} ms at t = {}",
+                           1e3 * first.rest(), first.t, 1e3 * last.rest(), last.t));
+  check.timing(
+      last.uncached / first.uncached > 2 * last.cached / first.cached &&
+          last.uncached > 5 * last.cached,
+      fmt::format("time without the cache grows faster: from t = {} to {} the step takes {:.1f}x "
+                  "longer without the cache, {:.1f}x with it; at t = {} it is {:.0f}x the cached "
+                  "step",
+                  first.t, last.t, last.uncached / first.uncached, last.cached / first.cached,
+                  last.t, last.uncached / last.cached));
+}
+
+void cost_of_a_step(const Setup& setup, const HeldOut& held_out, const std::string& out_dir,
+                    Checks& check) {
+  fmt::print("\n");
+  TransformerConfig shape = setup.model;
+  shape.max_len = kLongestPrefix;
+  Rng rng(1);
+  Transformer model(shape, rng);
+  model.eval();
+  const int64_t rows = kRows, src_len = held_out.batch.src.shape()[1];
+  const std::vector<int32_t> first_rows(held_out.batch.src.data(),
+                                        held_out.batch.src.data() + rows * src_len);
+  const IndexTensor src = IndexTensor::from({rows, src_len}, first_rows);
+  std::vector<int64_t> prefixes = {16, 32, 64};
+  if (!setup.quick) prefixes.insert(prefixes.end(), {128, kLongestPrefix});
+
+  fmt::print("  one greedy step for {} rows with {} source tokens, against the prefix length t\n\n",
+             rows, src_len);
+  fmt::print("  {:>5}   {:<36}   {}\n", "", "multiply-adds per row",
+             "time per step (fastest of several)");
+  fmt::print("  {:>5}   {:>10} {:>10} {:>12}   {:>10} {:>9} {:>9} {:>10}\n", "t", "attention",
+             "rest", "no cache", "attention", "rest", "step", "no cache");
+  std::vector<StepTimes> times;
+  for (int64_t t : prefixes) {
+    times.push_back(time_step(model, src, t));
+    const StepTimes& s = times.back();
+    const MultiplyAdds with = cached_step(model, t, src_len);
+    const MultiplyAdds without = uncached_step(model, t, src_len);
+    fmt::print("  {:>5}   {:>10} {:>10} {:>12}   {:>7.3f} ms {:>6.3f} ms {:>6.3f} ms {:>10}\n", t,
+               with.attention, with.rest, without.attention + without.rest, 1e3 * s.attention,
+               1e3 * s.rest(), 1e3 * s.cached, fmt::format("{:.3f} ms", 1e3 * s.uncached));
+  }
+  if (setup.quick)  // a picture of times differs from run to run; the tests compare pictures
+    fmt::print("\n  (--quick: the picture of these times is drawn in the full run)\n\n");
+  else
+    draw_step_costs(times, out_dir);
+  check_step_costs(model, times, src_len, check);
+}
+
 // ---- 5. The alignment emerges ----
 
 void alignment_emerges(bool quick, const Run& run, const HeldOut& held_out,
@@ -589,7 +817,7 @@ void alignment_emerges(bool quick, const Run& run, const HeldOut& held_out,
                                      last.diagonal.begin());
   fmt::print("  {:>5}", "step");
   for (size_t l = 0; l < last.diagonal.size(); ++l)
-    fmt::print("  {:>14}", fmt::format("layer {}", l));
+    fmt::print("  {:>14}", fmt::format("layer {}", l + 1));
   fmt::print("\n");
   for (const Eval& e : run.evals) {
     fmt::print("  {:>5}", e.step);
@@ -599,7 +827,7 @@ void alignment_emerges(bool quick, const Run& run, const HeldOut& held_out,
   fmt::print(
       "\n  chosen for the pictures: decoder layer {}, the one with the highest final "
       "diagonal mass\n",
-      chosen_layer);
+      chosen_layer + 1);
 
   const std::vector<std::string> rows = row_names(held_out.batch.tgt_in, 0);
   const std::vector<std::string> cols = row_names(held_out.batch.src, 0);
@@ -616,7 +844,7 @@ void alignment_emerges(bool quick, const Run& run, const HeldOut& held_out,
   viz::write_png(viz::grid(panels, 6,
                            fmt::format("cross-attention through training (decoder layer {}, "
                                        "heads averaged, one held-out sequence)",
-                                       chosen_layer)),
+                                       chosen_layer + 1)),
                  grid_path);
 
   std::vector<viz::Series> curves;
@@ -624,7 +852,7 @@ void alignment_emerges(bool quick, const Run& run, const HeldOut& held_out,
   for (size_t l = 0; l < last.diagonal.size(); ++l) {
     std::vector<float> ys;
     for (const Eval& e : run.evals) ys.push_back(static_cast<float>(e.diagonal[l]));
-    curves.push_back({.name = fmt::format("decoder layer {}", l), .xs = xs, .ys = ys});
+    curves.push_back({.name = fmt::format("decoder layer {}", l + 1), .xs = xs, .ys = ys});
   }
   const double uniform = 1.0 / static_cast<double>(held_out.batch.src.shape()[1]);
   curves.push_back({.name = "uniform, 1/S",
@@ -646,7 +874,7 @@ void alignment_emerges(bool quick, const Run& run, const HeldOut& held_out,
                     start, uniform));
   check(end >= needed, fmt::format("trained, decoder layer {} puts {:.3f} (>= {}) of its "
                                    "cross-attention on the aligned source token",
-                                   chosen_layer, end, needed));
+                                   chosen_layer + 1, end, needed));
 }
 
 // ---- 6. Attention after training ----
@@ -694,7 +922,7 @@ void attention_after_training(Transformer& model, const HeldOut& held_out,
                                                           maps[l].data() + (h + 1) * rows * cols));
         panels.push_back(viz::heatmap(
             one,
-            {.title = fmt::format("layer {}, head {}", l, h + 1),
+            {.title = fmt::format("layer {}, head {}", l + 1, h + 1),
              .row_labels = k.rows,
              .col_labels = k.cols,
              .row_axis = k.kind == AttentionKind::EncoderSelf ? "query (src)" : "query (tgt_in)",
@@ -716,7 +944,7 @@ void attention_after_training(Transformer& model, const HeldOut& held_out,
   const int64_t t_len = cross.dim(2), s_len = cross.dim(3);
   double best_head = 0.0;
   fmt::print("\n  decoder layer {}, this sequence, weight on the aligned source token:",
-             chosen_layer);
+             chosen_layer + 1);
   for (int64_t h = 0; h < heads; ++h) {
     double mass = 0.0;
     for (int64_t t = 0; t < t_len; ++t) mass += cross.data()[(h * t_len + t) * s_len + t];
@@ -727,7 +955,7 @@ void attention_after_training(Transformer& model, const HeldOut& held_out,
   fmt::print("\n\n");
   check(best_head >= 0.5, fmt::format("in decoder layer {} at least one head is mostly "
                                       "diagonal ({:.3f}) on the drawn sequence",
-                                      chosen_layer, best_head));
+                                      chosen_layer + 1, best_head));
 }
 
 // ---- 7. Label smoothing ----
@@ -737,28 +965,41 @@ void draw_smoothing_curves(const std::vector<Run>& runs,
                            const std::function<double(double)>& best_p_right,
                            const std::string& out_dir);
 
-void label_smoothing(const Setup& setup, const std::vector<Run>& runs, const std::string& out_dir,
-                     Checks& check) {
+void label_smoothing(const Setup& setup, const std::vector<Run>& runs, Transformer& main_model,
+                     const HeldOut& held_out, const std::string& out_dir, Checks& check) {
   banner("7. Label smoothing");
   const double V = static_cast<double>(setup.model.vocab_size);
   // [snippet: smoothing-optimum]
-  // The smoothed target (autograd/ops.h): (1 - eps) + eps/V on the right token, eps/V on each
-  // of the others. The loss is lowest when the model predicts exactly that distribution, so
-  // the best it can do is p(right) = 1 - eps + eps/V, an unsmoothed loss of -log of that.
+  // The smoothed target q (autograd/ops.h): (1 - eps) + eps/V on the right token, eps/V on
+  // each of the others. The smoothed loss -sum_k q_k log p_k is lowest when the model predicts
+  // p = q, so the best it can do is p(right) = 1 - eps + eps/V ...
   const auto best_p_right = [V](double eps) {
     return 1.0 - eps + eps / V;
   };
+  // ... and the lowest smoothed loss is the entropy of q, -sum_k q_k log q_k: the floor.
+  const auto smoothed_floor = [V, best_p_right](double eps) {
+    if (eps == 0.0) return 0.0;
+    const double off = eps / V;  // q_k of each of the V - 1 wrong tokens
+    return -best_p_right(eps) * std::log(best_p_right(eps)) - (V - 1) * off * std::log(off);
+  };
+  // The smoothed loss, from the two cross-entropies the evaluation keeps: the one-hot part
+  // weighs 1 - eps, the uniform part eps (q is that mixture).
+  const auto smoothed_loss = [](const Eval& e, double eps) {
+    return (1.0 - eps) * e.loss + eps * e.uniform_loss;
+  };
   // [/snippet]
-  fmt::print("  {:>5} {:>10} {:>12} {:>10} {:>12} {:>10} {:>10} {:>8} {:>7}\n", "eps", "p(right)",
-             "optimum p*", "loss", "-log p*", "perplexity", "token acc", "exact", "time");
+  fmt::print("  {:>5} {:>9} {:>11} {:>9} {:>9} {:>10} {:>10} {:>11} {:>10} {:>8}\n", "eps",
+             "p(right)", "optimum p*", "loss", "-log p*", "smoothed", "floor H(q)", "perplexity",
+             "token acc", "exact");
   for (const Run& r : runs) {
     const Eval& e = r.evals.back();
     const double p_star = best_p_right(r.smoothing);
     fmt::print(
-        "  {:>5.2f} {:>10.4f} {:>12.4f} {:>10.4f} {:>12.4f} {:>10.4f} {:>10.4f} {:>8.4f} "
-        "{:>6.1f}s\n",
-        r.smoothing, e.p_correct, p_star, e.loss, 0.0 - std::log(p_star), std::exp(e.loss),
-        e.forced_accuracy, e.exact, r.seconds);
+        "  {:>5.2f} {:>9.4f} {:>11.4f} {:>9.4f} {:>9.4f} {:>10.4f} {:>10.4f} {:>11.4f} {:>10.4f} "
+        "{:>8.4f}\n",
+        r.smoothing, e.p_correct, p_star, e.loss, 0.0 - std::log(p_star),
+        smoothed_loss(e, r.smoothing), smoothed_floor(r.smoothing), std::exp(e.loss),
+        e.forced_accuracy, e.exact);
   }
 
   draw_smoothing_curves(runs, best_p_right, out_dir);
@@ -771,6 +1012,13 @@ void label_smoothing(const Setup& setup, const std::vector<Run>& runs, const std
     check(e.p_correct <= p_star + 0.03,
           fmt::format("eps {}: confidence capped, mean p(right) {:.4f} <= p* + 0.03 = {:.4f}",
                       r.smoothing, e.p_correct, p_star + 0.03));
+    const double floor = smoothed_floor(r.smoothing);
+    check(
+        smoothed_loss(e, r.smoothing) > floor,
+        fmt::format("eps {}: held-out smoothed loss {:.4f} above its floor, the entropy of q, "
+                    "{:.4f} (the unsmoothed loss {:.4f} has no such floor: -log p* = {:.4f} is "
+                    "only its value at the optimum)",
+                    r.smoothing, smoothed_loss(e, r.smoothing), floor, e.loss, -std::log(p_star)));
     if (setup.quick) continue;
     check(e.p_correct >= p_star - 0.03,
           fmt::format("eps {}: trained to the cap, mean p(right) {:.4f} within 0.03 of p* = "
@@ -778,9 +1026,8 @@ void label_smoothing(const Setup& setup, const std::vector<Run>& runs, const std
                       r.smoothing, e.p_correct, p_star));
     check(e.loss > plain.loss,
           fmt::format("eps {}: held-out loss {:.4f} above eps 0's {:.4f} (perplexity {:.3f} vs "
-                      "{:.3f}); floor -log p* = {:.4f}",
-                      r.smoothing, e.loss, plain.loss, std::exp(e.loss), std::exp(plain.loss),
-                      -std::log(p_star)));
+                      "{:.3f})",
+                      r.smoothing, e.loss, plain.loss, std::exp(e.loss), std::exp(plain.loss)));
     check(e.exact >= plain.exact - 0.05 && e.forced_accuracy >= plain.forced_accuracy - 0.01,
           fmt::format("eps {}: accuracy as good (not lower by more than noise): exact match "
                       "{:.3f} vs eps 0's {:.3f}, token accuracy {:.4f} vs {:.4f}",
@@ -794,6 +1041,20 @@ void label_smoothing(const Setup& setup, const std::vector<Run>& runs, const std
     check(plain.p_correct > best_p_right(0.1) + 0.03,
           fmt::format("eps 0: nothing caps the confidence, mean p(right) {:.4f}", plain.p_correct));
   }
+
+  // The smoothed loss above is the library's: cross_entropy with label_smoothing, on the
+  // trained eps 0.1 model in eval mode.
+  NoGrad no_grad;
+  main_model.eval();
+  const data::Batch& b = held_out.batch;
+  const double library = cross_entropy(main_model.forward(b.src, b.tgt_in), b.tgt_out,
+                                       {.ignore_index = data::kPad, .label_smoothing = 0.1f})
+                             .item();
+  const double mine = smoothed_loss(main_run_of(runs).evals.back(), 0.1);
+  check(std::abs(library - mine) < 1e-4,
+        fmt::format("(1 - eps) loss + eps uniform loss = {:.4f} is the library's smoothed "
+                    "cross_entropy, {:.4f}",
+                    mine, library));
 }
 
 void draw_smoothing_curves(const std::vector<Run>& runs,
@@ -945,7 +1206,7 @@ void the_runs_page(const Setup& setup, uint64_t seed, const Run& run, Transforme
       fmt::format("the slider shows the diagonal forming: at step 0 no cross-attention head puts "
                   "more than {:.3f} on it (uniform: {:.3f}); at step {} decoder layer {}, head {} "
                   "puts {:.3f}",
-                  before.mass, uniform, page.snapshots.back().step, after.layer, after.head + 1,
+                  before.mass, uniform, page.snapshots.back().step, after.layer + 1, after.head + 1,
                   after.mass));
 
   int64_t exact = 0;
@@ -957,6 +1218,207 @@ void the_runs_page(const Setup& setup, uint64_t seed, const Run& run, Transforme
   check(scores_right, fmt::format("its 8 decodes of held-out sequences are scored 1 exactly when "
                                   "the output is the reference ({} of 8)",
                                   exact));
+}
+
+// ---- 9. Warm-up, post-norm and pre-norm ----
+
+// One training run of the lesson's model with the LayerNorm after each sub-layer (post-norm,
+// the paper's) or before it (pre-norm), with the warm-up of eq. 3 or without it.
+struct NormRun {
+  bool pre_norm = false, warm_up = true;
+  uint64_t seed = 0;
+  std::vector<float> losses{};  // per training step
+  double final_loss = 0.0;      // the mean training loss of the last 20 steps
+  double exact = 0.0;           // held-out greedy exact match at the end
+  std::string non_finite{};     // what training::NonFiniteError reported, if it stopped the run
+};
+
+// [snippet: no-warm-up]
+// Without warm-up: eq. 3 with its linear rise cut off, so the rate starts at the peak and then
+// decays as with warm-up.
+training::Schedule without_warm_up(const Setup& setup) {
+  const training::Schedule noam = training::noam(setup.model.d_model, setup.warmup, setup.factor);
+  return [noam, warmup = setup.warmup](int64_t step) {
+    return noam(std::max(step, warmup));
+  };
+}
+// [/snippet]
+
+NormRun train_norm_variant(const Setup& setup, bool pre_norm, bool warm_up, uint64_t seed,
+                           int64_t steps, const HeldOut& held_out) {
+  NormRun run{.pre_norm = pre_norm, .warm_up = warm_up, .seed = seed};
+  TransformerConfig config = setup.model;
+  config.norm_first = pre_norm;
+  Rng rng(seed);
+  Transformer model(config, rng);
+  data::BatchSource batches =
+      data::BatchSource::generated(data::Task::Copy, setup.task, setup.batch, Rng(rng.next_u64()));
+  training::Trainer trainer(
+      nn::Optimizer(model.named_parameters(), nn::AdamConfig{}),
+      warm_up ? training::noam(setup.model.d_model, setup.warmup, setup.factor)
+              : without_warm_up(setup),
+      {.check_finite = true});  // a loss, gradient or weight that is not finite stops the run
+  model.train();
+  try {
+    training::run(
+        trainer, [&] { return batches.next(); },
+        [&](const data::Batch& batch) { return training::teacher_forced_loss(model, batch, 0.1f); },
+        steps, {.after_step = [&](const training::StepRecord& r) {
+          run.losses.push_back(r.result.loss);
+        }});
+  } catch (const training::NonFiniteError& e) {
+    run.non_finite = fmt::format("step {}: {}", e.step, e.problem);
+    return run;
+  }
+  const auto last = std::min<std::ptrdiff_t>(20, std::ssize(run.losses));
+  for (auto it = run.losses.end() - last; it != run.losses.end(); ++it) run.final_loss += *it;
+  run.final_loss /= static_cast<double>(last);
+  run.exact = training::exact_match(model, held_out.pairs);
+  return run;
+}
+
+std::string norm_name(bool pre_norm) {
+  return pre_norm ? "pre-norm" : "post-norm";
+}
+
+std::string schedule_name(bool warm_up) {
+  return warm_up ? "warm-up" : "no warm-up";
+}
+
+// The smoothed loss of a model that ignores its input and predicts how often each symbol
+// occurs in a target: each letter in letters/(letters + 1) / 7 of the positions, </s> in
+// 1/(letters + 1). Its best prediction is the mixture of the smoothed targets.
+double frequencies_only_loss(const Setup& setup, double eps) {
+  const double V = static_cast<double>(setup.model.vocab_size);
+  const double letters = static_cast<double>(setup.task.max_len);
+  const double symbols = V - data::kNumSpecial;
+  const double letter = (1 - eps) * letters / (letters + 1) / symbols + eps / V;
+  const double eos = (1 - eps) / (letters + 1) + eps / V;
+  const double other = eps / V;  // <pad>, <s>, <unk>: never a target
+  return -symbols * letter * std::log(letter) - eos * std::log(eos) -
+         (V - symbols - 1) * other * std::log(other);
+}
+
+// The mean of each 10 consecutive losses: element i covers steps i + 1 .. i + 10.
+std::vector<float> mean_of_10(const std::vector<float>& losses) {
+  std::vector<float> means;
+  for (size_t i = 10; i <= losses.size(); ++i) {
+    float sum = 0.0f;
+    for (size_t j = i - 10; j < i; ++j) sum += losses[j];
+    means.push_back(sum / 10.0f);
+  }
+  return means;
+}
+
+// The first step at which the mean of the last 10 losses is 0.1 below the plateau: where the
+// model starts to use its input. 0: never.
+int64_t left_plateau_at(const std::vector<float>& losses, double plateau) {
+  const std::vector<float> mean = mean_of_10(losses);
+  for (size_t i = 0; i < mean.size(); ++i)
+    if (mean[i] < plateau - 0.1) return static_cast<int64_t>(i + 10);
+  return 0;
+}
+
+// Each configuration's training loss, averaged over 10 steps; its seeds share a colour, one
+// series with a gap (NaN) between seeds.
+void draw_norm_curves(const std::vector<NormRun>& runs, double plateau,
+                      const std::string& out_dir) {
+  const std::vector<viz::Rgb> colours = {
+      {214, 39, 40}, {31, 119, 180}, {255, 127, 14}, {44, 160, 44}};
+  std::vector<viz::Series> curves;
+  for (bool pre_norm : {false, true})
+    for (bool warm_up : {true, false}) {
+      viz::Series s{.name = norm_name(pre_norm) + ", " + schedule_name(warm_up),
+                    .colour = colours[curves.size()]};
+      for (const NormRun& r : runs) {
+        if (r.pre_norm != pre_norm || r.warm_up != warm_up) continue;
+        const std::vector<float> mean = mean_of_10(r.losses);
+        for (size_t i = 0; i < mean.size(); ++i) {
+          s.xs.push_back(static_cast<float>(i + 10));
+          s.ys.push_back(mean[i]);
+        }
+        s.xs.push_back(std::numeric_limits<float>::quiet_NaN());
+        s.ys.push_back(std::numeric_limits<float>::quiet_NaN());
+      }
+      curves.push_back(s);
+    }
+  const auto last = static_cast<float>(runs.front().losses.size());
+  curves.push_back({.name = "symbol frequencies only",
+                    .xs = {1.0f, last},
+                    .ys = {static_cast<float>(plateau), static_cast<float>(plateau)},
+                    .colour = viz::Rgb{150, 150, 150}});
+  const std::string path = out_dir + "/08_training/warmup_and_norm.png";
+  viz::write_png(viz::line_plot(curves, {.title = "training loss (mean of 10 steps), 3 seeds each",
+                                         .y_label = "smoothed loss",
+                                         .width = 760,
+                                         .height = 460}),
+                 path);
+  fmt::print("\n  wrote {}\n\n", path);
+}
+
+void warm_up_and_layer_norm(const Setup& setup, const HeldOut& held_out, const std::string& out_dir,
+                            Checks& check) {
+  banner("9. Warm-up, post-norm and pre-norm");
+  const int64_t steps = setup.quick ? 20 : setup.steps;
+  const std::vector<uint64_t> seeds =
+      setup.quick ? std::vector<uint64_t>{1} : std::vector<uint64_t>{1, 2, 3};
+  const auto start = std::chrono::steady_clock::now();
+  const double plateau = frequencies_only_loss(setup, 0.1);
+  fmt::print(
+      "  A model that ignores its input and predicts how often each symbol occurs has a smoothed "
+      "loss of {:.3f}.\n\n",
+      plateau);
+  std::vector<NormRun> runs;
+  fmt::print("  {:<10} {:<11} {:>5} {:>15} {:>11} {:>8}  {}\n", "layer norm", "schedule", "seed",
+             fmt::format("below {:.2f} at", plateau - 0.1), "final loss", "exact", "not finite");
+  for (bool pre_norm : {false, true})
+    for (bool warm_up : {true, false})
+      for (uint64_t seed : seeds) {
+        runs.push_back(train_norm_variant(setup, pre_norm, warm_up, seed, steps, held_out));
+        const NormRun& r = runs.back();
+        const int64_t left = left_plateau_at(r.losses, plateau);
+        fmt::print("  {:<10} {:<11} {:>5} {:>15} {:>11.3f} {:>8.3f}  {}\n", norm_name(pre_norm),
+                   schedule_name(warm_up), seed, left > 0 ? fmt::format("step {}", left) : "never",
+                   r.final_loss, r.exact, r.non_finite.empty() ? "-" : r.non_finite);
+      }
+  fmt::print("\n  {} runs of {} steps: {:.1f} s\n", runs.size(), steps, seconds_since(start));
+  draw_norm_curves(runs, plateau, out_dir);
+
+  const auto all_of = [&](bool pre_norm, bool warm_up,
+                          const std::function<bool(const NormRun&)>& ok) {
+    return std::all_of(runs.begin(), runs.end(), [&](const NormRun& r) {
+      return r.pre_norm != pre_norm || r.warm_up != warm_up || ok(r);
+    });
+  };
+  check(
+      std::all_of(runs.begin(), runs.end(), [](const NormRun& r) { return r.non_finite.empty(); }),
+      "no run met a loss, gradient or weight that is not finite (training::NonFiniteError)");
+  if (setup.quick) {
+    fmt::print("  (--quick: {} steps only; the comparison is checked in the full run)\n", steps);
+    return;
+  }
+  check(all_of(false, true, [](const NormRun& r) { return r.exact >= 0.9; }),
+        "post-norm with warm-up trains: exact match >= 0.9 in every seed");
+  int64_t latest_with = 0, earliest_without = steps + 1;
+  for (const NormRun& r : runs) {
+    if (r.pre_norm) continue;
+    const int64_t left = left_plateau_at(r.losses, plateau);
+    if (r.warm_up)
+      latest_with = std::max(latest_with, left > 0 ? left : steps + 1);
+    else
+      earliest_without = std::min(earliest_without, left > 0 ? left : steps + 1);
+  }
+  check(earliest_without > latest_with,
+        fmt::format("post-norm without warm-up stays longer on the plateau {:.3f}: it leaves it "
+                    "at step {} at the earliest, with warm-up by step {} in every seed",
+                    plateau, earliest_without, latest_with));
+  check(
+      all_of(false, false, [](const NormRun& r) { return r.exact <= 0.05 && r.final_loss > 1.2; }),
+      "post-norm without warm-up stalls: exact match <= 0.05 and final loss > 1.2 in every "
+      "seed");
+  check(all_of(true, true, [](const NormRun& r) { return r.exact >= 0.8; }) &&
+            all_of(true, false, [](const NormRun& r) { return r.exact >= 0.8; }),
+        "pre-norm trains with and without warm-up: exact match >= 0.8 in every seed");
 }
 
 // ---- Plumbing ----
@@ -1039,6 +1501,7 @@ int main(int argc, char** argv) {
 
   if (threads > 0) gf::kernels::set_num_threads(threads);  // the results do not depend on it
   Checks check;
+  check.timings_checked = !quick;  // the tests run --quick, under the sanitizers and emulated too
   const auto start = std::chrono::steady_clock::now();
   try {
     Setup setup = make_setup(quick);
@@ -1061,15 +1524,16 @@ int main(int argc, char** argv) {
       runs.push_back(train(setup, eps, seed, held_out, model));
       if (eps == 0.1f) main_model = std::move(model);
     }
-    const Run& main_run =
-        *std::find_if(runs.begin(), runs.end(), [](const Run& r) { return r.smoothing == 0.1f; });
+    const Run& main_run = main_run_of(runs);
     training_the_copy_model(setup, main_run, *main_model, held_out, out_dir, check);
     greedy_decoding(*main_model, held_out, check);
+    cost_of_a_step(setup, held_out, out_dir, check);
     size_t chosen_layer = 0;
     alignment_emerges(setup.quick, main_run, held_out, out_dir, chosen_layer, check);
     attention_after_training(*main_model, held_out, out_dir, chosen_layer, check);
-    label_smoothing(setup, runs, out_dir, check);
+    label_smoothing(setup, runs, *main_model, held_out, out_dir, check);
     the_runs_page(setup, seed, main_run, *main_model, held_out, out_dir, check);
+    warm_up_and_layer_norm(setup, held_out, out_dir, check);
   } catch (const std::exception& e) {
     fmt::print("\nlesson 08: stopped by an exception: {}\n", e.what());
     return 1;
