@@ -677,15 +677,16 @@ std::vector<int64_t> source_lengths(const IndexTensor& src) {
 // whole source), so it gets only the first half of the batches.
 std::vector<Contestant> contestants(RecurrentSeq2Seq& gru, AttentionalSeq2Seq& attentional,
                                     Transformer& transformer, int64_t steps) {
+  // Each returns a function that keeps a pointer to the model, which outlives it.
   const auto src_cross_entropy = [](const auto& model) {
-    return [&model](const data::Batch& batch) {
-      return cross_entropy(model.forward(batch, source_lengths(batch.src)), batch.tgt_out,
+    return [m = &model](const data::Batch& batch) {
+      return cross_entropy(m->forward(batch, source_lengths(batch.src)), batch.tgt_out,
                            {.ignore_index = data::kPad});
     };
   };
   const auto greedy_of = [](const auto& model) {
-    return [&model](const std::vector<std::vector<int32_t>>& sources, int64_t max_len) {
-      return model.greedy(data::pad_sequences(sources), max_len);
+    return [m = &model](const std::vector<std::vector<int32_t>>& sources, int64_t max_len) {
+      return m->greedy(data::pad_sequences(sources), max_len);
     };
   };
   return {{"GRU", gru, 3e-3f, steps, src_cross_entropy(gru), greedy_of(gru)},
