@@ -5,8 +5,10 @@
 // neighbourhood of r positions. Its Table 1 gives three costs for each: the work per layer,
 // the sequential operations (how many steps must wait for one another) and the maximum path
 // length between two positions. This program measures all three on this machine instead of
-// quoting them, then trains a recurrent encoder-decoder and a Transformer on the copy task
-// with the same budget and finds the length at which the recurrent model starts to forget.
+// quoting them, then trains three models on the copy task: a recurrent encoder-decoder whose
+// decoder sees only the encoder's final state, the same with attention over every encoder
+// state, and a Transformer. The first forgets long sequences; the second shows that its
+// forgetting is the bottleneck, and what still separates it from the Transformer.
 // README.md is the text that walks through this file. Every claim is checked; a failed check
 // makes the program exit with 1.
 //
@@ -461,6 +463,30 @@ void steps_and_paths(bool quick, uint64_t seed, const std::string& out_dir, Chec
 
 // ---- 3. A recurrent model forgets ----
 
+using Decoded = std::vector<std::vector<int32_t>>;  // each row's tokens, without bos and eos
+
+// Greedy decoding of a batch of B rows: step maps the previous tokens [B] to logits [B, V]
+// (keeping whatever state it needs); each row stops at its first eos.
+Decoded greedy_decode(int64_t batch, int64_t max_len,
+                      const std::function<Tensor(const IndexTensor&)>& step) {
+  NoGrad no_grad;
+  std::vector<int32_t> tokens(static_cast<size_t>(batch), data::kBos);
+  Decoded out(static_cast<size_t>(batch));
+  std::vector<bool> done(static_cast<size_t>(batch), false);
+  for (int64_t t = 0; t < max_len; ++t) {
+    const Tensor logits = step(IndexTensor::from({batch}, tokens));
+    const int64_t v = logits.shape()[1];
+    for (int64_t b = 0; b < batch; ++b) {
+      const float* row = logits.data() + b * v;
+      const auto best = static_cast<int32_t>(std::max_element(row, row + v) - row);
+      tokens[static_cast<size_t>(b)] = best;
+      if (best == data::kEos) done[static_cast<size_t>(b)] = true;
+      if (!done[static_cast<size_t>(b)]) out[static_cast<size_t>(b)].push_back(best);
+    }
+  }
+  return out;
+}
+
 // Sutskever et al. (2014): a GRU reads the source; its final state is all the decoder gets.
 class RecurrentSeq2Seq : public nn::Module {
  public:
@@ -486,27 +512,13 @@ class RecurrentSeq2Seq : public nn::Module {
   // [/snippet]
 
   // Greedy decoding, one cell step per generated token; src [B, S] unpadded.
-  std::vector<std::vector<int32_t>> greedy(const IndexTensor& src, int64_t max_len) const {
+  Decoded greedy(const IndexTensor& src, int64_t max_len) const {
     NoGrad no_grad;
-    const int64_t batch = src.shape()[0];
     Tensor h = encoder.forward(embed.forward(src)).final_state;
-    std::vector<int32_t> tokens(static_cast<size_t>(batch), data::kBos);
-    std::vector<std::vector<int32_t>> out(static_cast<size_t>(batch));
-    std::vector<bool> done(static_cast<size_t>(batch), false);
-    for (int64_t step = 0; step < max_len; ++step) {
-      const Tensor x = embed.forward(IndexTensor::from({batch}, tokens));
-      h = decoder.cell.forward(x, h);
-      const Tensor logits = generator.forward(h);  // [B, V]
-      const int64_t v = logits.shape()[1];
-      for (int64_t b = 0; b < batch; ++b) {
-        const float* row = logits.data() + b * v;
-        const auto best = static_cast<int32_t>(std::max_element(row, row + v) - row);
-        tokens[static_cast<size_t>(b)] = best;
-        if (best == data::kEos) done[static_cast<size_t>(b)] = true;
-        if (!done[static_cast<size_t>(b)]) out[static_cast<size_t>(b)].push_back(best);
-      }
-    }
-    return out;
+    return greedy_decode(src.shape()[0], max_len, [&](const IndexTensor& previous) {
+      h = decoder.cell.forward(embed.forward(previous), h);
+      return generator.forward(h);
+    });
   }
 
   nn::Embedding embed;
@@ -514,89 +526,139 @@ class RecurrentSeq2Seq : public nn::Module {
   nn::Linear generator;
 };
 
-// Each model's loss at the last step.
-struct FinalLosses {
-  float gru = 0, transformer = 0;
+// Bahdanau et al. (2015): the same encoder, but the decoder keeps every encoder state h_j and,
+// before each step, attends over all of them. The scoring is theirs, additive (Appendix
+// A.1.2): e_tj = v^T tanh(W s_(t-1) + U h_j), a_t = softmax_j(e_t), c_t = sum_j a_tj h_j. The
+// context c_t joins the previous token's embedding as the cell's input, and the new state in
+// the readout (theirs, A.2.2, also reads c_t, through a maxout layer; here one Linear). Their
+// encoder is bidirectional; this one reads left to right, like the plain model's, so the two
+// differ only by the attention.
+class AttentionalSeq2Seq : public nn::Module {
+ public:
+  AttentionalSeq2Seq(int64_t vocab, int64_t width, Rng& rng)
+      : embed(vocab, width, rng),
+        encoder(width, width, rng),
+        decoder(2 * width, width, rng),
+        query(width, width, rng),
+        key(width, width, rng, /*with_bias=*/false),
+        energy(width, 1, rng, /*with_bias=*/false),
+        generator(2 * width, vocab, rng) {
+    register_module("embed", embed);
+    register_module("encoder", encoder);
+    register_module("decoder", decoder);
+    register_module("query", query);
+    register_module("key", key);
+    register_module("energy", energy);
+    register_module("generator", generator);
+  }
+
+  // What the decoder may look at: every encoder state, their keys U h_j (computed once per
+  // sentence), 1 at the padding [B, 1, S], and the final state that starts the decoder.
+  struct Memory {
+    Tensor states, keys, padding, final_state;
+  };
+
+  Memory encode(const IndexTensor& src, const std::vector<int64_t>& src_lengths = {}) const {
+    const nn::RecurrentOutput read = encoder.forward(embed.forward(src), {}, src_lengths);
+    const int64_t batch = src.shape()[0], len = src.shape()[1];
+    return {read.outputs, key.forward(read.outputs),
+            reshape(nn::padding_mask(src, data::kPad), {batch, 1, len}), read.final_state};
+  }
+
+  // [snippet: attentional-step]
+  // One decoder step: the previous token embedded [B, D] and the state s [B, D] -> the new
+  // state (in s) and the readout [B, 2D]. The context comes from all S encoder states at once:
+  // a path of length 1 from every source token to this step, whatever S is.
+  Tensor step(const Tensor& previous, Tensor& s, const Memory& memory) const {
+    const int64_t batch = s.shape()[0], width = s.shape()[1], len = memory.states.shape()[1];
+    const Tensor scores = energy.forward(
+        tanh(memory.keys + reshape(query.forward(s), {batch, 1, width})));  // [B, S, 1]
+    const Tensor weights = softmax(masked_fill(reshape(scores, {batch, 1, len}), memory.padding,
+                                               -std::numeric_limits<float>::infinity()));
+    const Tensor context = reshape(matmul(weights, memory.states), {batch, width});  // [B, D]
+    s = decoder.forward(concat({previous, context}, 1), s);
+    return concat({s, context}, 1);
+  }
+  // [/snippet]
+
+  // Teacher forcing: logits [B, T, V]. The context depends on the state before it, so the
+  // decoder runs one step at a time even when it is given every target token.
+  Tensor forward(const data::Batch& batch, const std::vector<int64_t>& src_lengths) const {
+    const Memory memory = encode(batch.src, src_lengths);
+    const Tensor inputs = embed.forward(batch.tgt_in);  // [B, T, D]
+    const int64_t rows = inputs.shape()[0], steps = inputs.shape()[1], width = inputs.shape()[2];
+    Tensor s = memory.final_state;
+    std::vector<Tensor> readouts;
+    for (int64_t t = 0; t < steps; ++t) {
+      const Tensor previous = reshape(slice(inputs, 1, t, t + 1), {rows, width});
+      readouts.push_back(reshape(step(previous, s, memory), {rows, 1, 2 * width}));
+    }
+    return generator.forward(concat(readouts, 1));
+  }
+
+  // Greedy decoding; src [B, S] unpadded.
+  Decoded greedy(const IndexTensor& src, int64_t max_len) const {
+    NoGrad no_grad;
+    const Memory memory = encode(src);
+    Tensor s = memory.final_state;
+    return greedy_decode(src.shape()[0], max_len, [&](const IndexTensor& previous) {
+      return generator.forward(step(embed.forward(previous), s, memory));
+    });
+  }
+
+  nn::Embedding embed;
+  nn::GRU encoder;
+  nn::GRUCell decoder;
+  nn::Linear query, key, energy, generator;
 };
 
-// Exact copies and right tokens (%) of each model by sequence length.
+// One of the three models as the training and the measurement see it, in this order.
+enum Model { kGru, kAttentional, kTransformer };
+struct Contestant {
+  std::string name;
+  nn::Module& model;
+  float peak_rate;                                 // Adam's, see train_in_lock_step
+  int64_t steps;                                   // how many of the batches it trains on
+  std::function<Tensor(const data::Batch&)> loss;  // teacher-forced cross-entropy
+  std::function<Decoded(const std::vector<std::vector<int32_t>>&, int64_t)> decode;  // greedy
+};
+
+// Exact copies and right tokens of each model at each length, as counts.
+struct Tally {
+  int64_t exact = 0, sequences = 0, right_tokens = 0, tokens = 0;
+};
+
 struct ByLength {
-  std::vector<float> lengths, gru_exact, tf_exact, gru_tok, tf_tok;
+  std::vector<int64_t> lengths;
+  std::vector<std::vector<Tally>> tallies;  // [model][length]
+};
+
+// a / b as a percentage rounded down to a tenth, so that only a perfect score shows 100.0.
+double percent(int64_t a, int64_t b) {
+  return static_cast<double>(1000 * a / b) / 10.0;
+}
+double exact_percent(const Tally& t) {
+  return percent(t.exact, t.sequences);
+}
+double token_percent(const Tally& t) {
+  return percent(t.right_tokens, t.tokens);
+}
+
+// What the training measured: each model's mean loss in each sixth of the steps it took, and
+// its time per step.
+struct Training {
+  std::vector<std::vector<float>> mean_loss;  // [model][sixth]
+  std::vector<double> seconds_per_step;
 };
 
 // The training and the measurement of this section, below it.
-FinalLosses train_in_lock_step(RecurrentSeq2Seq& gru, Transformer& transformer,
-                               const data::TaskConfig& train_task, int64_t steps,
-                               int64_t batch_size, uint64_t seed);
-ByLength copy_accuracy_by_length(const RecurrentSeq2Seq& gru, Transformer& transformer,
-                                 int64_t longest, int64_t per_length, uint64_t seed);
-
-void recurrent_forgets(bool quick, uint64_t seed, const std::string& out_dir, Checks& check) {
-  banner("3. A recurrent model forgets");
-  const int64_t longest = quick ? 8 : 24, steps = quick ? 150 : 1400, batch_size = 32;
-  const data::TaskConfig train_task{.vocab_size = 11, .min_len = 2, .max_len = longest};
-  Rng rng(seed + 2);
-  // [snippet: models]
-  RecurrentSeq2Seq gru(11, 60, rng);
-  Transformer transformer({.vocab_size = 11,
-                           .d_model = 32,
-                           .d_ff = 64,
-                           .heads = 4,
-                           .encoder_layers = 2,
-                           .decoder_layers = 2,
-                           .max_len = 64,
-                           .dropout = 0.0f},
-                          rng);
-  // [/snippet]
-  fmt::print("  parameters: GRU encoder-decoder {}, Transformer {}\n", gru.parameter_count(),
-             transformer.parameter_count());
-  const double ratio = static_cast<double>(gru.parameter_count()) /
-                       static_cast<double>(transformer.parameter_count());
-  check(ratio > 0.8 && ratio < 1.25,
-        fmt::format("the two models have comparable sizes (ratio {:.2f})", ratio));
-
-  const auto [gru_loss, tf_loss] =
-      train_in_lock_step(gru, transformer, train_task, steps, batch_size, seed);
-  const auto [lengths, gru_exact, tf_exact, gru_tok, tf_tok] =
-      copy_accuracy_by_length(gru, transformer, longest, quick ? 32 : 100, seed);
-  float forget_at = 0;
-  for (size_t i = 0; i < lengths.size() && forget_at == 0; ++i)
-    if (gru_exact[i] < 50.0f) forget_at = lengths[i];
-  fmt::print("\n  the GRU's exact copies fall below 50% at length {}\n", forget_at);
-
-  const std::string file = out_dir + kDir + "copy_accuracy.png";
-  viz::write_png(
-      viz::line_plot({{.name = "Transformer", .xs = lengths, .ys = tf_exact},
-                      {.name = "GRU encoder-decoder", .xs = lengths, .ys = gru_exact}},
-                     {.title = fmt::format("exact copies after {} steps, by length", steps),
-                      .x_label = "sequence length",
-                      .y_label = "% copied exactly"}),
-      file);
-  fmt::print("  wrote {}\n", file);
-
-  check(forget_at > 0, fmt::format("the GRU forgets: its exact-match accuracy falls below 50% "
-                                   "from length {}",
-                                   forget_at));
-  if (quick) {
-    check(gru_loss < 2.2f && tf_loss < 2.2f,
-          fmt::format("with --quick both models only start to learn (loss GRU {:.2f}, Transformer "
-                      "{:.2f}); the comparison needs the full run",
-                      gru_loss, tf_loss));
-    return;
-  }
-  const float worst = *std::min_element(tf_exact.begin(), tf_exact.end());
-  check(worst >= 90.0f,
-        fmt::format("the Transformer holds: at least {:.0f}% exact copies at every length up to {}",
-                    worst, longest));
-  const size_t middle = lengths.size() / 2;
-  check(tf_exact[middle] > gru_exact[middle] + 50.0f,
-        fmt::format("at length {} the Transformer copies {:.0f}% exactly, the GRU {:.0f}%",
-                    lengths[middle], tf_exact[middle], gru_exact[middle]));
-  check(tf_tok.back() > gru_tok.back() + 40.0f,
-        fmt::format("at length {} the Transformer still gets {:.0f}% of the tokens right, the GRU "
-                    "{:.0f}% (chance: 1/7 = 14%)",
-                    lengths.back(), tf_tok.back(), gru_tok.back()));
-}
+Training train_in_lock_step(std::vector<Contestant>& models, const data::TaskConfig& train_task,
+                            int64_t steps, int64_t batch_size, uint64_t seed);
+ByLength copy_accuracy_by_length(const std::vector<Contestant>& models, int64_t longest,
+                                 int64_t per_length, uint64_t seed);
+void draw_copy_accuracy(const std::vector<Contestant>& models, const ByLength& r, int64_t steps,
+                        const std::string& out_dir);
+void check_copy_claims(const ByLength& r, const Training& training, int64_t steps, Checks& check);
 
 // Each row's length without its padding: where the GRU's final state is read.
 std::vector<int64_t> source_lengths(const IndexTensor& src) {
@@ -608,15 +670,100 @@ std::vector<int64_t> source_lengths(const IndexTensor& src) {
   return lengths;
 }
 
-// Trains the two models on the same batches with the same kind of schedule, both clipped.
-FinalLosses train_in_lock_step(RecurrentSeq2Seq& gru, Transformer& transformer,
-                               const data::TaskConfig& train_task, int64_t steps,
-                               int64_t batch_size, uint64_t seed) {
-  // The same batches, steps and optimizer for both.
-  // Each model gets the peak rate that suits it: the GRU's gradients grow through its N steps
-  // and it trained best at 3e-3; the Transformer, with its post-norm layers, at 9e-3 (about
-  // the peak of §5.3's schedule for d_model 32 and 100 warm-up steps).
-  constexpr float kGruPeak = 3e-3f, kTransformerPeak = 9e-3f;
+// The three models behind one interface. The GRUs' peak rate is 3e-3, the Transformer's 9e-3:
+// half the peak of §5.3's formula for d_model 32 and 100 warm-up steps (32^-0.5 * 100^-0.5).
+// The attentional GRU costs three to four times as much per step as either of the others (its
+// decoder runs one step per token even under teacher forcing, each step attending over the
+// whole source), so it gets only the first half of the batches.
+std::vector<Contestant> contestants(RecurrentSeq2Seq& gru, AttentionalSeq2Seq& attentional,
+                                    Transformer& transformer, int64_t steps) {
+  // Each returns a function that keeps a pointer to the model, which outlives it.
+  const auto src_cross_entropy = [](const auto& model) {
+    return [m = &model](const data::Batch& batch) {
+      return cross_entropy(m->forward(batch, source_lengths(batch.src)), batch.tgt_out,
+                           {.ignore_index = data::kPad});
+    };
+  };
+  const auto greedy_of = [](const auto& model) {
+    return [m = &model](const std::vector<std::vector<int32_t>>& sources, int64_t max_len) {
+      return m->greedy(data::pad_sequences(sources), max_len);
+    };
+  };
+  return {{"GRU", gru, 3e-3f, steps, src_cross_entropy(gru), greedy_of(gru)},
+          {"GRU+attn", attentional, 3e-3f, steps / 2, src_cross_entropy(attentional),
+           greedy_of(attentional)},
+          {"Transformer", transformer, 9e-3f, steps,
+           [&transformer](const data::Batch& batch) {
+             return training::teacher_forced_loss(transformer, batch);
+           },
+           [&transformer](const std::vector<std::vector<int32_t>>& sources, int64_t max_len) {
+             transformer.eval();
+             return training::decode_corpus(transformer, sources,
+                                            {.max_len = max_len,
+                                             .batch = static_cast<int64_t>(sources.size()),
+                                             .by_length = false});
+           }}};
+}
+
+void recurrent_forgets(bool quick, uint64_t seed, const std::string& out_dir, Checks& check) {
+  banner("3. A recurrent model forgets");
+  const int64_t longest = quick ? 8 : 24, steps = quick ? 150 : 1200, batch_size = 32;
+  const data::TaskConfig train_task{.vocab_size = 11, .min_len = 2, .max_len = longest};
+  // The attentional model draws from its own generator, so that the other two start from the
+  // same weights with it or without it.
+  Rng rng(seed + 2), attention_rng(seed + 5);
+  // [snippet: models]
+  RecurrentSeq2Seq gru(11, 60, rng);
+  AttentionalSeq2Seq attentional(11, 60, attention_rng);
+  Transformer transformer({.vocab_size = 11,
+                           .d_model = 32,
+                           .d_ff = 64,
+                           .heads = 4,
+                           .encoder_layers = 2,
+                           .decoder_layers = 2,
+                           .max_len = 64,
+                           .dropout = 0.0f},
+                          rng);
+  // [/snippet]
+  std::vector<Contestant> models = contestants(gru, attentional, transformer, steps);
+  fmt::print("  parameters: GRU {}, GRU+attn {}, Transformer {}\n", gru.parameter_count(),
+             attentional.parameter_count(), transformer.parameter_count());
+  const double ratio = static_cast<double>(gru.parameter_count()) /
+                       static_cast<double>(transformer.parameter_count());
+  check(ratio > 0.8 && ratio < 1.25,
+        fmt::format("the GRU and the Transformer have comparable sizes (ratio {:.2f})", ratio));
+
+  const Training training = train_in_lock_step(models, train_task, steps, batch_size, seed);
+  const ByLength r = copy_accuracy_by_length(models, longest, quick ? 32 : 100, seed);
+  draw_copy_accuracy(models, r, steps, out_dir);
+
+  // The first length from which the plain GRU's exact copies stay below a level (the number of
+  // lengths if they never do).
+  const auto below_from = [&](double level) {
+    size_t from = r.lengths.size();
+    while (from > 0 && exact_percent(r.tallies[kGru][from - 1]) < level) --from;
+    return from;
+  };
+  const size_t forget = below_from(50), none = below_from(0.1);
+  const auto length_at = [&](size_t i) {
+    return r.lengths[std::min(i, r.lengths.size() - 1)];
+  };
+  check(forget < r.lengths.size() && length_at(forget) <= 8 && none < r.lengths.size(),
+        fmt::format("the plain GRU forgets: its exact copies fall below 50% from length {} and to "
+                    "none from length {}",
+                    length_at(forget), length_at(none)));
+  if (quick) {
+    check(training.mean_loss[kGru].back() < 2.2f && training.mean_loss[kTransformer].back() < 2.2f,
+          "with --quick the models only start to learn; the comparison needs the full run");
+    return;
+  }
+  check_copy_claims(r, training, steps, check);
+}
+
+// Trains the models on the same batches with the same kind of schedule, all clipped. The
+// losses are averaged over each sixth of the training, to smooth out single batches.
+Training train_in_lock_step(std::vector<Contestant>& models, const data::TaskConfig& train_task,
+                            int64_t steps, int64_t batch_size, uint64_t seed) {
   // A linear warm-up over 100 steps, then lr ~ step^-0.5, the shape of §5.3's schedule.
   const auto schedule = [](float peak) -> training::Schedule {
     return [peak](int64_t step) {
@@ -624,70 +771,72 @@ FinalLosses train_in_lock_step(RecurrentSeq2Seq& gru, Transformer& transformer,
                              std::sqrt(100.0f / static_cast<float>(step)));
     };
   };
-  training::Trainer gru_trainer(nn::Optimizer(gru.named_parameters(), nn::AdamConfig{}),
-                                schedule(kGruPeak), {.clip = 1.0f});
-  training::Trainer tf_trainer(nn::Optimizer(transformer.named_parameters(), nn::AdamConfig{}),
-                               schedule(kTransformerPeak), {.clip = 1.0f});
-  // Each model's loss on a batch: teacher forcing, cross-entropy over the tokens that are not
-  // padding.
-  const auto gru_loss_of = [&](const data::Batch& batch) {
-    return cross_entropy(gru.forward(batch, source_lengths(batch.src)), batch.tgt_out,
-                         {.ignore_index = data::kPad});
-  };
-  const auto tf_loss_of = [&](const data::Batch& batch) {
-    return training::teacher_forced_loss(transformer, batch);
-  };
+  std::vector<training::Trainer> trainers;
+  for (const Contestant& m : models)
+    trainers.emplace_back(nn::Optimizer(m.model.named_parameters(), nn::AdamConfig{}),
+                          schedule(m.peak_rate), training::StepOptions{.clip = 1.0f});
   data::BatchSource batches =
       data::BatchSource::generated(data::Task::Copy, train_task, batch_size, Rng(seed + 3));
-  const auto start = std::chrono::steady_clock::now();
-  double gru_seconds = 0, tf_seconds = 0;
-  FinalLosses last;
-  // A plain loop rather than training::run, which trains one model: here both models take
-  // their step on the same batch before the next batch is drawn, each step timed on its own.
-  for (int64_t step = 1; step <= steps; ++step) {
+  const int64_t sixth = steps / 6;
+  Training result;
+  result.mean_loss.assign(models.size(), {});
+  result.seconds_per_step.assign(models.size(), 0.0);
+  std::vector<double> loss_sum(models.size(), 0.0);
+  fmt::print("  {:<20}", "mean loss, steps");
+  for (const Contestant& m : models) fmt::print(" {:>11}", m.name);
+  fmt::print("\n");
+  // A plain loop rather than training::run, which trains one model: here every model takes
+  // its step on the same batch before the next batch is drawn, each step timed on its own.
+  for (int64_t step = 1; step <= 6 * sixth; ++step) {
     const data::Batch batch = batches.next();
-    auto t0 = std::chrono::steady_clock::now();
-    last.gru = gru_trainer.step([&] { return gru_loss_of(batch); }).loss;
-    gru_seconds += seconds_since(t0);
-    t0 = std::chrono::steady_clock::now();
-    last.transformer = tf_trainer.step([&] { return tf_loss_of(batch); }).loss;
-    tf_seconds += seconds_since(t0);
-    if (step % (steps / 6) == 0 || step == steps)
-      fmt::print("  step {:>4}  loss GRU {:.3f}  Transformer {:.3f}\n", step, last.gru,
-                 last.transformer);
+    for (size_t i = 0; i < models.size(); ++i) {
+      if (step > models[i].steps) continue;
+      const auto t0 = std::chrono::steady_clock::now();
+      loss_sum[i] += trainers[i].step([&] { return models[i].loss(batch); }).loss;
+      result.seconds_per_step[i] += seconds_since(t0) / static_cast<double>(models[i].steps);
+    }
+    if (step % sixth != 0) continue;
+    fmt::print("  {:<20}", fmt::format("{:>5}-{}", step - sixth + 1, step));
+    for (size_t i = 0; i < models.size(); ++i) {
+      const bool trained = step <= models[i].steps;
+      const double mean = loss_sum[i] / static_cast<double>(sixth);
+      if (trained) result.mean_loss[i].push_back(static_cast<float>(mean));
+      fmt::print(" {:>11}", trained ? fmt::format("{:.3f}", mean) : "-");
+      loss_sum[i] = 0;
+    }
+    fmt::print("\n");
   }
-  fmt::print("  trained {} steps of {} pairs in {:.1f} s (GRU {:.1f} s, Transformer {:.1f} s)\n",
-             steps, batch_size, seconds_since(start), gru_seconds, tf_seconds);
-  return last;
+  fmt::print("  time per step:");
+  for (size_t i = 0; i < models.size(); ++i)
+    fmt::print("{} {} {:.0f} ms", i ? "," : "", models[i].name, 1000 * result.seconds_per_step[i]);
+  fmt::print("\n");
+  return result;
 }
 
-struct Accuracy {
-  double exact = 0, tokens = 0;
-};
-
-// Exact-match and token accuracy of decoded outputs against the copy targets.
-Accuracy score(const std::vector<data::Pair>& pairs, const std::vector<std::vector<int32_t>>& out) {
-  Accuracy a;
-  double correct = 0, total = 0;
+// Exact copies and right tokens of decoded outputs against the copy targets.
+Tally score(const std::vector<data::Pair>& pairs, const Decoded& out) {
+  Tally t;
   for (size_t i = 0; i < pairs.size(); ++i) {
     const std::vector<int32_t> want(pairs[i].tgt.begin() + 1, pairs[i].tgt.end() - 1);
-    a.exact += out[i] == want;
-    for (size_t j = 0; j < want.size(); ++j) correct += j < out[i].size() && out[i][j] == want[j];
-    total += static_cast<double>(want.size());
+    t.exact += out[i] == want;
+    for (size_t j = 0; j < want.size(); ++j)
+      t.right_tokens += j < out[i].size() && out[i][j] == want[j];
+    t.tokens += static_cast<int64_t>(want.size());
   }
-  a.exact /= static_cast<double>(pairs.size());
-  a.tokens = correct / total;
-  return a;
+  t.sequences = static_cast<int64_t>(pairs.size());
+  return t;
 }
 
 // Greedy decoding of fresh sequences, one length at a time.
-ByLength copy_accuracy_by_length(const RecurrentSeq2Seq& gru, Transformer& transformer,
-                                 int64_t longest, int64_t per_length, uint64_t seed) {
-  transformer.eval();
+ByLength copy_accuracy_by_length(const std::vector<Contestant>& models, int64_t longest,
+                                 int64_t per_length, uint64_t seed) {
   ByLength r;
-  auto& [lengths, gru_exact, tf_exact, gru_tok, tf_tok] = r;
-  fmt::print("\n  {:>6} {:>14} {:>14} {:>14} {:>14}\n", "length", "GRU exact", "Transf. exact",
-             "GRU tokens", "Transf. tokens");
+  r.tallies.resize(models.size());
+  fmt::print("\n  {:>6}{:>36}{:>36}\n", "", "exact copies (%)", "right tokens (%)");
+  fmt::print("  {:>6}", "length");
+  for (int column = 0; column < 2; ++column)
+    for (const Contestant& m : models) fmt::print(" {:>11}", m.name);
+  fmt::print("\n");
   Rng eval_rng(seed + 4);
   for (int64_t len = 2; len <= longest; len += 2) {
     const data::TaskConfig task{.vocab_size = 11, .min_len = len, .max_len = len};
@@ -695,20 +844,90 @@ ByLength copy_accuracy_by_length(const RecurrentSeq2Seq& gru, Transformer& trans
         data::generate(data::Task::Copy, per_length, task, eval_rng);
     std::vector<std::vector<int32_t>> sources;
     for (const auto& p : pairs) sources.push_back(p.src);
-    const Accuracy g = score(pairs, gru.greedy(data::pad_sequences(sources), len + 2));
-    const Accuracy t = score(
-        pairs,
-        training::decode_corpus(transformer, sources,
-                                {.max_len = len + 2, .batch = per_length, .by_length = false}));
-    fmt::print("  {:>6} {:>13.0f}% {:>13.0f}% {:>13.0f}% {:>13.0f}%\n", len, 100 * g.exact,
-               100 * t.exact, 100 * g.tokens, 100 * t.tokens);
-    lengths.push_back(static_cast<float>(len));
-    gru_exact.push_back(static_cast<float>(100 * g.exact));
-    tf_exact.push_back(static_cast<float>(100 * t.exact));
-    gru_tok.push_back(static_cast<float>(100 * g.tokens));
-    tf_tok.push_back(static_cast<float>(100 * t.tokens));
+    r.lengths.push_back(len);
+    for (size_t i = 0; i < models.size(); ++i)
+      r.tallies[i].push_back(score(pairs, models[i].decode(sources, len + 2)));
+    fmt::print("  {:>6}", len);
+    for (const auto& t : r.tallies) fmt::print(" {:>11.1f}", exact_percent(t.back()));
+    for (const auto& t : r.tallies) fmt::print(" {:>11.1f}", token_percent(t.back()));
+    fmt::print("\n");
   }
   return r;
+}
+
+// The claims of the full run.
+void check_copy_claims(const ByLength& r, const Training& training, int64_t steps, Checks& check) {
+  const auto exact = [&](int model, size_t length) {
+    return exact_percent(r.tallies[model][length]);
+  };
+  const auto tokens = [&](int model, size_t length) {
+    return token_percent(r.tallies[model][length]);
+  };
+  const size_t middle = r.lengths.size() / 2, last = r.lengths.size() - 1;
+  double attentional_exact = 100, attentional_tokens = 100;
+  for (size_t l = 0; l < r.lengths.size(); ++l) {
+    attentional_exact = std::min(attentional_exact, exact(kAttentional, l));
+    attentional_tokens = std::min(attentional_tokens, tokens(kAttentional, l));
+  }
+  check(attentional_exact >= 50 && attentional_tokens >= 90,
+        fmt::format("the GRU with attention copies at least {:.1f}% of the sequences exactly and "
+                    "gets at least {:.1f}% of the tokens right at every length up to {}",
+                    attentional_exact, attentional_tokens, r.lengths.back()));
+  check(exact(kAttentional, middle) > exact(kGru, middle) + 50 &&
+            exact(kTransformer, middle) > exact(kGru, middle) + 50,
+        fmt::format("at length {} the GRU with attention copies {:.1f}% exactly, the Transformer "
+                    "{:.1f}%, the plain GRU {:.1f}%",
+                    r.lengths[middle], exact(kAttentional, middle), exact(kTransformer, middle),
+                    exact(kGru, middle)));
+  check(tokens(kTransformer, last) > tokens(kGru, last) + 40,
+        fmt::format("at length {} the Transformer still gets {:.1f}% of the tokens right, the "
+                    "plain GRU {:.1f}% (chance: 1/7 = 14%)",
+                    r.lengths[last], tokens(kTransformer, last), tokens(kGru, last)));
+  // Both trained on steps 401-600: the third sixth. The Transformer's last sixth comes after
+  // twice as many batches as the attentional GRU's.
+  const std::vector<float>&attentional_loss = training.mean_loss[kAttentional],
+        &transformer_loss = training.mean_loss[kTransformer];
+  check(transformer_loss[2] > 2 * attentional_loss[2],
+        fmt::format("on the same batches (steps {}-{}) the Transformer's mean loss is {:.1f}x the "
+                    "GRU with attention's ({:.3f} against {:.3f})",
+                    steps / 3 + 1, steps / 2, transformer_loss[2] / attentional_loss[2],
+                    transformer_loss[2], attentional_loss[2]));
+  const float catch_up = transformer_loss.back() / attentional_loss.back();
+  check(catch_up > 0.5f && catch_up < 2.0f,
+        fmt::format("after twice the batches (steps {}-{}) the Transformer's mean loss, {:.3f}, is "
+                    "about where the GRU with attention's was after steps {}-{}, {:.3f}",
+                    steps - steps / 6 + 1, steps, transformer_loss.back(), steps / 3 + 1, steps / 2,
+                    attentional_loss.back()));
+  const double slower =
+      training.seconds_per_step[kAttentional] / training.seconds_per_step[kTransformer];
+  check.timing(slower > 2, fmt::format("a training step of the GRU with attention takes {:.1f}x "
+                                       "as long as the Transformer's: its {} steps took longer "
+                                       "than the Transformer's {}",
+                                       slower, steps / 2, steps));
+}
+
+// One curve per model: exact copies against length.
+void draw_copy_accuracy(const std::vector<Contestant>& models, const ByLength& r, int64_t steps,
+                        const std::string& out_dir) {
+  std::vector<viz::Series> curves;
+  for (size_t i = 0; i < models.size(); ++i) {
+    viz::Series curve{.name = models[i].steps == steps
+                                  ? models[i].name
+                                  : fmt::format("{} ({} steps)", models[i].name, models[i].steps)};
+    for (size_t l = 0; l < r.lengths.size(); ++l) {
+      curve.xs.push_back(static_cast<float>(r.lengths[l]));
+      curve.ys.push_back(static_cast<float>(exact_percent(r.tallies[i][l])));
+    }
+    curves.push_back(curve);
+  }
+  const std::string file = out_dir + kDir + "copy_accuracy.png";
+  viz::write_png(viz::line_plot(curves, {.title = fmt::format("exact copies after {} steps, by "
+                                                              "length",
+                                                              steps),
+                                         .x_label = "sequence length",
+                                         .y_label = "% copied exactly"}),
+                 file);
+  fmt::print("  wrote {}\n", file);
 }
 
 }  // namespace
