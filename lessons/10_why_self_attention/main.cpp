@@ -785,8 +785,9 @@ void recurrent_forgets(bool quick, uint64_t seed, const std::string& out_dir, Ch
   Transformer pooled(config, same_start);
   // [/snippet]
   std::vector<Contestant> models = contestants(gru, attentional, transformer, pooled, steps);
-  fmt::print("  parameters: GRU {}, GRU+attn {}, Transformer {} (pooled: the same)\n",
-             gru.parameter_count(), attentional.parameter_count(), transformer.parameter_count());
+  fmt::print("  parameters: GRU {}, GRU+attn {}, Transformer {}, Tr. pooled {}\n",
+             gru.parameter_count(), attentional.parameter_count(), transformer.parameter_count(),
+             pooled.parameter_count());
   const double ratio = static_cast<double>(gru.parameter_count()) /
                        static_cast<double>(transformer.parameter_count());
   check(ratio > 0.8 && ratio < 1.25,
