@@ -5,10 +5,11 @@
 // neighbourhood of r positions. Its Table 1 gives three costs for each: the work per layer,
 // the sequential operations (how many steps must wait for one another) and the maximum path
 // length between two positions. This program measures all three on this machine instead of
-// quoting them, then trains three models on the copy task: a recurrent encoder-decoder whose
+// quoting them, then trains four models on the copy task: a recurrent encoder-decoder whose
 // decoder sees only the encoder's final state, the same with attention over every encoder
-// state, and a Transformer. The first forgets long sequences; the second shows that its
-// forgetting is the bottleneck, and what still separates it from the Transformer.
+// state, a Transformer, and the same Transformer whose decoder sees only the mean of its
+// encoder's outputs. The first forgets long sequences and the next two do not; the fourth has
+// the first one's bottleneck without its long path, and forgets too.
 // README.md is the text that walks through this file. Every claim is checked; a failed check
 // makes the program exit with 1.
 //
@@ -612,8 +613,47 @@ class AttentionalSeq2Seq : public nn::Module {
   nn::Linear query, key, energy, generator;
 };
 
-// One of the three models as the training and the measurement see it, in this order.
-enum Model { kGru, kAttentional, kTransformer };
+// [snippet: pooled]
+// The Transformer with the GRU's bottleneck: its decoder sees one vector, the encoder's
+// outputs averaged over the source's non-pad positions. Every source token reaches that vector
+// through the encoder's self-attention, within its two layers whatever S is, but the whole
+// source must fit through d_model numbers. src [B, S] -> memory [B, 1, D].
+Tensor pooled_memory(Transformer& model, const IndexTensor& src) {
+  const int64_t batch = src.shape()[0], len = src.shape()[1];
+  const Tensor padding = nn::padding_mask(src, data::kPad);  // [B, 1, 1, S], 1 at the padding
+  const Tensor states = model.encode(src, padding);          // [B, S, D]
+  const Tensor kept = 1.0f - reshape(padding, {batch, len, 1});
+  return sum(states * kept, 1, /*keepdim=*/true) / sum(kept, 1, /*keepdim=*/true);
+}
+
+// Teacher forcing through the pooled memory: logits [B, T, V]. A memory of one position has
+// no padding to block, so the cross-attention needs no mask.
+Tensor pooled_forward(Transformer& model, const data::Batch& batch) {
+  const Tensor memory = pooled_memory(model, batch.src);
+  return model.generate(
+      model.decode(batch.tgt_in, memory, {}, nn::target_mask(batch.tgt_in, data::kPad)));
+}
+// [/snippet]
+
+// Greedy decoding through the pooled memory, one position at a time with the decoder's cache;
+// src [B, S] unpadded.
+Decoded pooled_greedy(Transformer& model, const IndexTensor& src, int64_t max_len) {
+  nn::EvalScope eval(model);
+  NoGrad no_grad;
+  const Tensor memory = pooled_memory(model, src);
+  std::vector<DecoderLayerCache> cache;
+  int64_t position = 0;
+  return greedy_decode(src.shape()[0], max_len, [&](const IndexTensor& previous) {
+    const int64_t batch = previous.shape()[0];
+    const IndexTensor newest =
+        IndexTensor::from({batch, 1}, {previous.data(), previous.data() + batch});
+    const Tensor out = model.decode(newest, memory, {}, {}, &cache, position++);  // [B, 1, D]
+    return reshape(model.generate(out), {batch, model.config.vocab_size});
+  });
+}
+
+// One of the four models as the training and the measurement see it, in this order.
+enum Model { kGru, kAttentional, kTransformer, kPooled };
 struct Contestant {
   std::string name;
   nn::Module& model;
@@ -670,13 +710,13 @@ std::vector<int64_t> source_lengths(const IndexTensor& src) {
   return lengths;
 }
 
-// The three models behind one interface. The GRUs' peak rate is 3e-3, the Transformer's 9e-3:
+// The four models behind one interface. The GRUs' peak rate is 3e-3, the Transformers' 9e-3:
 // half the peak of §5.3's formula for d_model 32 and 100 warm-up steps (32^-0.5 * 100^-0.5).
-// The attentional GRU costs three to four times as much per step as either of the others (its
+// The attentional GRU costs three to four times as much per step as any of the others (its
 // decoder runs one step per token even under teacher forcing, each step attending over the
 // whole source), so it gets only the first half of the batches.
 std::vector<Contestant> contestants(RecurrentSeq2Seq& gru, AttentionalSeq2Seq& attentional,
-                                    Transformer& transformer, int64_t steps) {
+                                    Transformer& transformer, Transformer& pooled, int64_t steps) {
   // Each returns a function that keeps a pointer to the model, which outlives it.
   const auto src_cross_entropy = [](const auto& model) {
     return [m = &model](const data::Batch& batch) {
@@ -702,7 +742,24 @@ std::vector<Contestant> contestants(RecurrentSeq2Seq& gru, AttentionalSeq2Seq& a
                                             {.max_len = max_len,
                                              .batch = static_cast<int64_t>(sources.size()),
                                              .by_length = false});
+           }},
+          {"Tr. pooled", pooled, 9e-3f, steps,
+           [&pooled](const data::Batch& batch) {
+             return cross_entropy(pooled_forward(pooled, batch), batch.tgt_out,
+                                  {.ignore_index = data::kPad});
+           },
+           [&pooled](const std::vector<std::vector<int32_t>>& sources, int64_t max_len) {
+             return pooled_greedy(pooled, data::pad_sequences(sources), max_len);
            }}};
+}
+
+// Whether two models of the same shape hold the same weights, bit for bit.
+bool same_weights(const nn::Module& a, const nn::Module& b) {
+  const nn::NamedTensors pa = a.named_parameters(), pb = b.named_parameters();
+  if (pa.size() != pb.size()) return false;
+  for (size_t i = 0; i < pa.size(); ++i)
+    if (max_abs_diff(pa[i].second, pb[i].second) != 0.0f) return false;
+  return true;
 }
 
 void recurrent_forgets(bool quick, uint64_t seed, const std::string& out_dir, Checks& check) {
@@ -715,45 +772,53 @@ void recurrent_forgets(bool quick, uint64_t seed, const std::string& out_dir, Ch
   // [snippet: models]
   RecurrentSeq2Seq gru(11, 60, rng);
   AttentionalSeq2Seq attentional(11, 60, attention_rng);
-  Transformer transformer({.vocab_size = 11,
-                           .d_model = 32,
-                           .d_ff = 64,
-                           .heads = 4,
-                           .encoder_layers = 2,
-                           .decoder_layers = 2,
-                           .max_len = 64,
-                           .dropout = 0.0f},
-                          rng);
+  const TransformerConfig config{.vocab_size = 11,
+                                 .d_model = 32,
+                                 .d_ff = 64,
+                                 .heads = 4,
+                                 .encoder_layers = 2,
+                                 .decoder_layers = 2,
+                                 .max_len = 64,
+                                 .dropout = 0.0f};
+  Rng same_start = rng;  // the pooled Transformer starts from the Transformer's weights
+  Transformer transformer(config, rng);
+  Transformer pooled(config, same_start);
   // [/snippet]
-  std::vector<Contestant> models = contestants(gru, attentional, transformer, steps);
-  fmt::print("  parameters: GRU {}, GRU+attn {}, Transformer {}\n", gru.parameter_count(),
-             attentional.parameter_count(), transformer.parameter_count());
+  std::vector<Contestant> models = contestants(gru, attentional, transformer, pooled, steps);
+  fmt::print("  parameters: GRU {}, GRU+attn {}, Transformer {}, Tr. pooled {}\n",
+             gru.parameter_count(), attentional.parameter_count(), transformer.parameter_count(),
+             pooled.parameter_count());
   const double ratio = static_cast<double>(gru.parameter_count()) /
                        static_cast<double>(transformer.parameter_count());
   check(ratio > 0.8 && ratio < 1.25,
         fmt::format("the GRU and the Transformer have comparable sizes (ratio {:.2f})", ratio));
+  check(same_weights(transformer, pooled),
+        "the pooled Transformer starts from the Transformer's weights");
 
   const Training training = train_in_lock_step(models, train_task, steps, batch_size, seed);
   const ByLength r = copy_accuracy_by_length(models, longest, quick ? 32 : 100, seed);
   draw_copy_accuracy(models, r, steps, out_dir);
 
-  // The first length from which the plain GRU's exact copies stay below a level (the number of
-  // lengths if they never do).
-  const auto below_from = [&](double level) {
+  // The first length from which a model's exact copies stay below a level (0 if they never do).
+  const auto below_from = [&](Model model, double level) -> int64_t {
     size_t from = r.lengths.size();
-    while (from > 0 && exact_percent(r.tallies[kGru][from - 1]) < level) --from;
-    return from;
+    while (from > 0 && exact_percent(r.tallies[model][from - 1]) < level) --from;
+    return from < r.lengths.size() ? r.lengths[from] : 0;
   };
-  const size_t forget = below_from(50), none = below_from(0.1);
-  const auto length_at = [&](size_t i) {
-    return r.lengths[std::min(i, r.lengths.size() - 1)];
-  };
-  check(forget < r.lengths.size() && length_at(forget) <= 8 && none < r.lengths.size(),
+  const int64_t gru_half = below_from(kGru, 50), gru_none = below_from(kGru, 0.1);
+  check(gru_half > 0 && gru_half <= 8 && gru_none > 0,
         fmt::format("the plain GRU forgets: its exact copies fall below 50% from length {} and to "
                     "none from length {}",
-                    length_at(forget), length_at(none)));
+                    gru_half, gru_none));
+  const int64_t pooled_half = below_from(kPooled, 50), pooled_none = below_from(kPooled, 0.1);
+  check(pooled_half > 0 && pooled_half <= 12 && pooled_none > 0,
+        fmt::format("the Transformer whose decoder sees one pooled vector forgets too: its exact "
+                    "copies fall below 50% from length {} and to none from length {}",
+                    pooled_half, pooled_none));
   if (quick) {
-    check(training.mean_loss[kGru].back() < 2.2f && training.mean_loss[kTransformer].back() < 2.2f,
+    check(training.mean_loss[kGru].back() < 2.2f &&
+              training.mean_loss[kTransformer].back() < 2.2f &&
+              training.mean_loss[kPooled].back() < 2.2f,
           "with --quick the models only start to learn; the comparison needs the full run");
     return;
   }
@@ -832,7 +897,8 @@ ByLength copy_accuracy_by_length(const std::vector<Contestant>& models, int64_t 
                                  int64_t per_length, uint64_t seed) {
   ByLength r;
   r.tallies.resize(models.size());
-  fmt::print("\n  {:>6}{:>36}{:>36}\n", "", "exact copies (%)", "right tokens (%)");
+  const int width = 12 * static_cast<int>(models.size());
+  fmt::print("\n  {:>6}{:>{}}{:>{}}\n", "", "exact copies (%)", width, "right tokens (%)", width);
   fmt::print("  {:>6}", "length");
   for (int column = 0; column < 2; ++column)
     for (const Contestant& m : models) fmt::print(" {:>11}", m.name);
@@ -883,6 +949,25 @@ void check_copy_claims(const ByLength& r, const Training& training, int64_t step
         fmt::format("at length {} the Transformer still gets {:.1f}% of the tokens right, the "
                     "plain GRU {:.1f}% (chance: 1/7 = 14%)",
                     r.lengths[last], tokens(kTransformer, last), tokens(kGru, last)));
+  // The Transformer and the pooled one start from the same weights and train on the same
+  // batches at the same rate: only the memory their decoders see differs.
+  check(exact(kTransformer, middle) > exact(kPooled, middle) + 50,
+        fmt::format("at length {} the Transformer copies {:.1f}% exactly; from one pooled vector "
+                    "the same Transformer copies {:.1f}%",
+                    r.lengths[middle], exact(kTransformer, middle), exact(kPooled, middle)));
+  check(tokens(kPooled, last) < tokens(kGru, last) + 15 &&
+            tokens(kTransformer, last) > tokens(kPooled, last) + 40,
+        fmt::format("at length {} the pooled Transformer gets {:.1f}% of the tokens right, near "
+                    "the plain GRU's {:.1f}% and far from the Transformer's {:.1f}%",
+                    r.lengths[last], tokens(kPooled, last), tokens(kGru, last),
+                    tokens(kTransformer, last)));
+  const std::vector<float>& pooled_loss = training.mean_loss[kPooled];
+  check(pooled_loss.back() > 5 * training.mean_loss[kTransformer].back(),
+        fmt::format("over steps {}-{} the pooled Transformer's mean loss is {:.3f}, {:.0f}x the "
+                    "Transformer's {:.3f}",
+                    steps - steps / 6 + 1, steps, pooled_loss.back(),
+                    pooled_loss.back() / training.mean_loss[kTransformer].back(),
+                    training.mean_loss[kTransformer].back()));
   // Both trained on steps 401-600: the third sixth. The Transformer's last sixth comes after
   // twice as many batches as the attentional GRU's.
   const std::vector<float>&attentional_loss = training.mean_loss[kAttentional],
