@@ -664,7 +664,8 @@ StepTimes time_step(Transformer& model, const IndexTensor& src, int64_t t) {
     filled.push_back(one);
   }
   const int32_t letter = data::kNumSpecial;  // "a": any token costs the same
-  const IndexTensor newest = IndexTensor::from({rows, 1}, std::vector<int32_t>(rows, letter));
+  const IndexTensor newest =
+      IndexTensor::from({rows, 1}, std::vector<int32_t>(static_cast<size_t>(rows), letter));
   const int reps = 50;  // a step takes well under a millisecond
   StepTimes times{.t = t};
   times.cached = fastest_of(reps, [&] {
@@ -680,7 +681,8 @@ StepTimes time_step(Transformer& model, const IndexTensor& src, int64_t t) {
       multi_head_attention(query, keys, values, {}, c.heads, scale);
     }
   });
-  const IndexTensor prefix = IndexTensor::from({rows, t}, std::vector<int32_t>(rows * t, letter));
+  const IndexTensor prefix =
+      IndexTensor::from({rows, t}, std::vector<int32_t>(static_cast<size_t>(rows * t), letter));
   times.uncached = fastest_of(3, [&] {
     const Tensor y = model.decode(prefix, memory, src_mask, nn::look_ahead_mask(t));
     model.generate(slice(y, 1, t - 1, t));

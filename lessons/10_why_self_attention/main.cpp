@@ -924,10 +924,10 @@ ByLength copy_accuracy_by_length(const std::vector<Contestant>& models, int64_t 
 // The claims of the full run.
 void check_copy_claims(const ByLength& r, const Training& training, int64_t steps, Checks& check) {
   const auto exact = [&](int model, size_t length) {
-    return exact_percent(r.tallies[model][length]);
+    return exact_percent(r.tallies[static_cast<size_t>(model)][length]);
   };
   const auto tokens = [&](int model, size_t length) {
-    return token_percent(r.tallies[model][length]);
+    return token_percent(r.tallies[static_cast<size_t>(model)][length]);
   };
   const size_t middle = r.lengths.size() / 2, last = r.lengths.size() - 1;
   double attentional_exact = 100, attentional_tokens = 100;
