@@ -3,11 +3,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "models/transformer.h"
+#include "training/recipe.h"
 
 namespace gf::cli {
 
@@ -35,11 +37,15 @@ struct TrainOptions {
   std::string optimizer = "adam";
   std::string schedule = "noam";
   float lr = 0.0f;       // the noam factor or the constant rate; 0: 0.3 for noam, 1e-3 constant
-  int64_t warmup = 200;  // noam warm-up steps
-  float clip = 0.0f;     // gradient-norm limit; 0: none
+  int64_t warmup = 200;  // warm-up steps of noam and cosine
+  int64_t schedule_steps = 0;  // cosine: the step its rate falls to zero at; 0: --steps
+  std::optional<training::TextRecipe> recipe;  // real text: the settings it started from
+  float clip = 0.0f;                           // gradient-norm limit; 0: none
   int64_t batch = 64;
   float label_smoothing = 0.1f;
   int64_t steps = 600;
+  double minutes = 0.0;    // > 0: set steps to what fits this many minutes, measured
+  int64_t average = 0;     // average the weights of the last N checkpoints at the end; 0: none
   int64_t eval_every = 0;  // 0: only at the end
   int64_t eval_count = 100;
   int64_t snapshots = 25;  // attention snapshots (and dev-metric points) for the run's page

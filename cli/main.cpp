@@ -116,21 +116,34 @@ void add_train_run(CLI::App& t, TrainOptions& o) {
   t.add_option("--label-smoothing", o.label_smoothing, "Label smoothing epsilon (§5.4)")
       ->capture_default_str();
   t.add_option("--optimizer", o.optimizer, "adam or sgd")->capture_default_str();
-  t.add_option("--schedule", o.schedule, "noam (warm-up, §5.3) or constant")->capture_default_str();
+  t.add_option("--schedule", o.schedule,
+               "noam (warm-up then 1/sqrt(step), §5.3), cosine (warm-up then down to zero at the "
+               "last step) or constant (translate: cosine)")
+      ->capture_default_str();
   t.add_option("--lr", o.lr,
-               "Factor of the noam schedule (default 0.3), or the constant rate (default 1e-3)");
-  t.add_option("--warmup", o.warmup, "Warm-up steps of the noam schedule")->capture_default_str();
+               "Factor of the noam schedule (default 0.3), the peak of the cosine or the constant "
+               "rate (default 1e-3)");
+  t.add_option("--warmup", o.warmup, "Warm-up steps of the noam and cosine schedules")
+      ->capture_default_str();
   t.add_option("--clip", o.clip, "Clip the gradient norm to this (0: no clipping)")
       ->capture_default_str();
   t.add_option("--batch", o.batch, "Sequences per step")->capture_default_str();
   t.add_option("--steps", o.steps,
                "Training steps (with --resume: the total to reach, counting the saved ones)")
       ->capture_default_str();
-  t.add_option("--eval-every", o.eval_every, "Check exact copies every N steps (0: at the end)")
+  t.add_option("--minutes", o.minutes,
+               "Train for about this many minutes: the speed of the first batches sets --steps, "
+               "and the run then equals the one --steps gives (it prints the number)");
+  t.add_option("--average", o.average,
+               "At the end, also try the average of the weights at the last N checkpoints, "
+               "taken every 2% of the run, and keep it if it scores better (translate: 5)");
+  t.add_option("--eval-every", o.eval_every,
+               "Check the model every N steps: exact copies, or BLEU on the dev set, keeping "
+               "the best weights (0: at the end; translate with --dev: a tenth of the run)")
       ->capture_default_str();
   t.add_option("--eval-count", o.eval_count,
                "Sequences decoded for the checks during training (fresh ones for generated "
-               "tasks, the first dev pairs for text)")
+               "tasks, dev pairs spread over the file for text)")
       ->capture_default_str();
   t.add_option("--snapshots", o.snapshots,
                "For the run's page (NAME.html): how many times to record the attention of one "

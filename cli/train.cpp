@@ -29,8 +29,11 @@
 #include "data/pairs_file.h"
 #include "data/parallel_corpus.h"
 #include "data/toy_language.h"
+#include "training/averaging.h"
+#include "training/budget.h"
 #include "training/evaluate.h"
 #include "training/loop.h"
+#include "training/recipe.h"
 #include "training/resume.h"
 #include "training/run_page.h"
 #include "training/trainer.h"
@@ -174,9 +177,10 @@ data::BatchSource make_batches(const TrainOptions& o, const Learner& learner, co
 }
 
 // Adam or SGD, at --lr 0 (the default) the schedule's own rate: a factor of 0.3 for noam,
-// 1e-3 for a constant rate. On the copy task, 0.5 let the loss spike back up two or three times
-// after it had reached its floor (the 600-step run then copied 95% exactly); 0.3 copies all 100
-// fresh sequences for seeds 1 to 3 and its curve has no such spikes.
+// a peak of 1e-3 for cosine, 1e-3 for a constant rate. On the copy task, a noam factor of 0.5
+// let the loss spike back up two or three times after it had reached its floor (the 600-step
+// run then copied 95% exactly); 0.3 copies all 100 fresh sequences for seeds 1 to 3 and its
+// curve has no such spikes. The cosine falls to zero at --steps, the run's planned length.
 training::Trainer make_trainer(const TrainOptions& o, const Transformer& model) {
   const float lr = o.lr > 0.0f ? o.lr : (o.schedule == "noam" ? 0.3f : 1e-3f);
   nn::NamedTensors parameters = model.named_parameters();
@@ -185,13 +189,14 @@ training::Trainer make_trainer(const TrainOptions& o, const Transformer& model) 
                                 : nn::Optimizer(std::move(parameters), nn::SgdConfig{.lr = lr});
   training::Schedule schedule = o.schedule == "noam"
                                     ? training::noam(model.config.d_model, o.warmup, lr)
-                                    : training::constant(lr);
+                                : o.schedule == "cosine" ? training::cosine(o.warmup, o.steps, lr)
+                                                         : training::constant(lr);
   return training::Trainer(std::move(optimizer), std::move(schedule),
                            {.clip = o.clip, .check_finite = true});
 }
 
 // Greedy decoding, never teacher forcing: the model must produce each token from its own.
-// Text: BLEU on the first --eval-count dev pairs (training pairs when there is no dev set,
+// Text: BLEU on --eval-count dev pairs spread over the set (training pairs when there is no dev set,
 // which only shows what the model memorised), and on the whole dev set at the end. A generated
 // task: exact copies of fresh sequences, drawn from a stream of their own so that checking
 // does not change the training data. An id file: its own pairs, at the end.
@@ -201,9 +206,11 @@ class Checks {
 
   Checks(const TrainOptions& o, const TextPairs& text, const data::BatchSource& batches, Rng fresh)
       : o_(o), text_(text), batches_(batches), fresh_(fresh) {
+    // Spread evenly over the file, which may be sorted (the message catalogs' pairs are, by
+    // their English side, so that their first hundred all start with punctuation).
     const auto& from = text.dev.pairs.empty() ? text.train.pairs : text.dev.pairs;
-    some_.assign(from.begin(),
-                 from.begin() + std::min<std::ptrdiff_t>(o.eval_count, std::ssize(from)));
+    const size_t count = std::min<size_t>(static_cast<size_t>(o.eval_count), from.size());
+    for (size_t i = 0; i < count; ++i) some_.push_back(from[i * from.size() / count]);
     // The page's sequences of a generated task are the first fresh ones the checks would draw,
     // drawn from a copy of the stream: the same in every run of the seed, resumed or not, and
     // without moving the stream itself.
@@ -215,9 +222,8 @@ class Checks {
   }
   Rng& fresh_stream() { return fresh_; }
 
-  // What the run's page scores, samples and shows the attention of: the first --eval-count dev
-  // pairs (text; training pairs without a dev set), fixed fresh sequences (a generated task), or
-  // the id file's first pairs.
+  // What the run's page scores, samples and shows the attention of: the check pairs (text),
+  // fixed fresh sequences (a generated task), or the id file's first pairs.
   std::vector<data::Pair> page_pairs(const data::Tokenizer* tokenizer) const {
     if (tokenizer) {
       std::vector<data::Pair> pairs;
@@ -280,13 +286,15 @@ class Checks {
            .maps = training::attention_maps(model, pairs[i].src, pairs[i].tgt, names)});
   }
 
-  // A line for the progress display, or nothing for an id file.
-  std::optional<std::string> during(int64_t step, Transformer& model,
-                                    const data::Tokenizer* tokenizer) {
-    if (tokenizer)
-      return fmt::format("step {}: BLEU {:.1f} on {} {} (greedy)", step,
-                         training::score_translations(model, *tokenizer, some_).bleu.score,
-                         some_.size(), pairs_name());
+  // BLEU of greedy decodes of --eval-count dev pairs spread over the set (training pairs
+  // without a dev set): the score the run's checks compare checkpoints by.
+  double check_bleu(Transformer& model, const data::Tokenizer& tokenizer) const {
+    return training::score_translations(model, tokenizer, some_).bleu.score;
+  }
+  std::string check_set() const { return fmt::format("{} {}", some_.size(), pairs_name()); }
+
+  // A line for the progress display of a generated task, or nothing for an id file.
+  std::optional<std::string> during(int64_t step, Transformer& model) {
     if (!batches_.is_generated()) return std::nullopt;
     return fmt::format("step {}: {:.0f}% of {} fresh sequences decoded exactly", step,
                        100 * training::exact_match(model, fresh_pairs()), o_.eval_count);
@@ -414,7 +422,8 @@ class TrainRun {
   }
 
   void resume(const training::TrainState& state) {
-    if (training::weights_digest(model_) != state.weights)
+    const std::string in_checkpoint = training::weights_digest(model_);
+    if (in_checkpoint != state.weights && in_checkpoint != state.checkpoint_weights)
       fmt::print(stderr,
                  "note: {} holds other weights than its training state (a save stopped between "
                  "the two files?); the run continues from the state's weights, of step {}\n",
@@ -441,6 +450,7 @@ class TrainRun {
                 [this](int64_t step) {
                   if (o_.eval_every > 0 && step % o_.eval_every == 0 && step < o_.steps)
                     check(step);
+                  if (averaged_at(step)) average_.add(model_);
                   record(step);
                 },
             .stop =
@@ -481,8 +491,15 @@ class TrainRun {
                                  losses_.back(), static_cast<double>(tokens_) / seconds,
                                  static_cast<double>(sequences_) / seconds,
                                  learner_.tokenizer ? "sentence pairs" : "sequences"));
+    const auto choosing = Clock::now();
+    const Choice chosen = choose_weights();
+    checking_ += seconds_since(choosing);
+    save(end, chosen.weights);
+    if (!chosen.weights.empty()) {
+      training::load_weights(model_, chosen.weights);
+      fmt::print("the checkpoint holds {}\n", chosen.name);
+    }
     checks_.print_final(model_, learner_.tokenizer.get());
-    save(end);
     draw_curves();
     write_page();
   }
@@ -530,11 +547,60 @@ class TrainRun {
                static_cast<double>(std::filesystem::file_size(path)) / 1000.0);
   }
 
+  // Text: BLEU on the check pairs, and the weights kept when it is the best so far.
   void check(int64_t step) {
     const auto start = Clock::now();
-    if (const auto line = checks_.during(step, model_, learner_.tokenizer.get()))
+    if (learner_.tokenizer) {
+      const double bleu = checks_.check_bleu(model_, *learner_.tokenizer);
+      best_.offer(step, bleu, model_);
+      progress_.note(
+          fmt::format("step {}: BLEU {:.1f} on {} (greedy)", step, bleu, checks_.check_set()));
+    } else if (const auto line = checks_.during(step, model_)) {
       progress_.note(*line);
+    }
     checking_ += seconds_since(start);
+  }
+
+  // --average N: the steps o.steps, o.steps - every, ... (N of them) go into the average.
+  bool averaged_at(int64_t step) const {
+    if (o_.average == 0) return false;
+    const int64_t every = std::max<int64_t>(1, o_.steps / 50), before_end = o_.steps - step;
+    return before_end >= 0 && before_end % every == 0 && before_end / every < o_.average;
+  }
+
+  // The weights the checkpoint gets: the last step's, the best check's, or the average of the
+  // last checkpoints, whichever has the highest BLEU on the check pairs (the last on a tie).
+  // model_ keeps the last step's weights, which the training state continues from.
+  struct Choice {
+    std::string name = "the last step's weights";
+    nn::NamedTensors weights;  // empty: the last step's
+  };
+  Choice choose_weights() {
+    if (!learner_.tokenizer || (best_.empty() && average_.count() < 2)) return {};
+    const nn::NamedTensors last = training::copy_weights(model_);
+    std::vector<std::pair<Choice, double>> candidates = {
+        {{fmt::format("the last step's weights ({})", o_.steps), {}},
+         checks_.check_bleu(model_, *learner_.tokenizer)}};
+    if (!best_.empty() && best_.step() != o_.steps)
+      candidates.push_back(
+          {{fmt::format("the best check's weights (step {})", best_.step()), best_.weights()},
+           best_.score()});
+    if (average_.count() >= 2) {
+      training::load_weights(model_, average_.mean());
+      candidates.push_back(
+          {{fmt::format("the average of the last {} checkpoints", average_.count()),
+            average_.mean()},
+           checks_.check_bleu(model_, *learner_.tokenizer)});
+      training::load_weights(model_, last);
+    }
+    size_t chosen = 0;
+    std::vector<std::string> scores;
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      scores.push_back(fmt::format("{} {:.2f}", candidates[i].first.name, candidates[i].second));
+      if (candidates[i].second > candidates[chosen].second) chosen = i;
+    }
+    fmt::print("BLEU on {} (greedy): {}\n", checks_.check_set(), fmt::join(scores, ", "));
+    return candidates[chosen].first;
   }
 
   // Ctrl-C or SIGTERM: saves, says how to go on, and returns the shell's exit status for a
@@ -552,10 +618,22 @@ class TrainRun {
   }
 
   // The checkpoint, then the training state of the steps done so far, as they stood at `at`.
-  void save(const Snapshot& at) {
-    save_model(o_.save, model_, learner_.tokenizer.get());
+  // The checkpoint may hold other weights than model_'s (chosen_weights: the best check's or
+  // an average); the state always continues from model_'s and notes the checkpoint's digest.
+  void save(const Snapshot& at, const nn::NamedTensors& chosen_weights = {}) {
+    std::string chosen_digest;
+    if (chosen_weights.empty()) {
+      save_model(o_.save, model_, learner_.tokenizer.get());
+    } else {
+      const nn::NamedTensors last = training::copy_weights(model_);
+      training::load_weights(model_, chosen_weights);
+      save_model(o_.save, model_, learner_.tokenizer.get());
+      chosen_digest = training::weights_digest(model_);
+      training::load_weights(model_, last);
+    }
     training::TrainState state = training::capture(model_, trainer_, at.batches, at.fresh,
                                                    at.dropout, losses_, rates_, kept_);
+    state.checkpoint_weights = chosen_digest;
     state.page = page_history().to_json();
     training::save_train_state(state_path_, state);
     if (!o_.log_losses.empty()) write_loss_log(o_.log_losses, losses_);
@@ -592,7 +670,48 @@ class TrainRun {
   Snapshot before_;
   training::TokenNames names_;
   std::optional<training::PageRecorder> recorder_;  // none with --snapshots 0
+  training::BestWeights best_;                      // text: of the checks during the run
+  training::WeightAverage average_;                 // --average: of the last checkpoints
 };
+
+// What the recipe's settings become once the steps are known: its warm-up takes at most a
+// tenth of the run, and its checks of the dev set are spread evenly over it.
+void fit_recipe_to_steps(TrainOptions& o) {
+  if (!o.recipe) return;
+  if (!o.given.contains("warmup"))
+    o.warmup = std::clamp<int64_t>(o.steps / 10, 1, o.recipe->warmup);
+  if (!o.given.contains("eval-every") && !o.dev.empty())
+    o.eval_every = std::max<int64_t>(1, o.steps / o.recipe->checks);
+}
+
+// --task translate on real text: the recipe's settings for every flag not given, printed.
+void choose_recipe(TrainOptions& o, const TextPairs& text) {
+  const training::CorpusFacts facts = training::corpus_facts(text.train);
+  const std::optional<training::TextRecipe> recipe = training::text_recipe(facts);
+  if (!recipe) return;
+  fmt::print(stderr,
+             "recipe for {} pairs of {} words ({} distinct), where no flag says otherwise: {}\n",
+             facts.pairs, facts.words, facts.distinct_words, apply_recipe(*recipe, o));
+  if (o.minutes == 0) fit_recipe_to_steps(o);  // --minutes does once it knows the steps
+}
+
+// --minutes: the steps that fit, from the speed of the first batches; the run is then the one
+// --steps gives.
+void plan_steps(TrainOptions& o, Transformer& model, data::BatchSource& batches) {
+  if (o.minutes > 0) {
+    const training::StepTiming timing =
+        training::time_steps(model, batches, [&](const data::Batch& b) {
+          return training::teacher_forced_loss(model, b, o.label_smoothing);
+        });
+    o.steps = training::steps_for_minutes(o.minutes, timing, o.recipe ? 2 : o.warmup + 1);
+    fit_recipe_to_steps(o);
+    fmt::print(stderr,
+               "--minutes {}: {:.3f} s a step (forward and backward, {} batches timed), so {} "
+               "steps, {} of them warm-up; --steps {} repeats this run exactly\n",
+               o.minutes, timing.seconds_per_step, timing.timed, o.steps, o.warmup, o.steps);
+  }
+  if (o.schedule_steps == 0) o.schedule_steps = o.steps;
+}
 
 }  // namespace
 
@@ -600,12 +719,13 @@ int run_train(const TrainOptions& options) {
   TrainOptions o = options;
   std::optional<training::TrainState> resumed;
   if (!o.resume.empty()) resumed = read_resume(o);
+  const TextPairs text = is_text_task(o) ? read_text_pairs(o) : TextPairs{};
+  if (o.task == "translate" && !resumed) choose_recipe(o, text);
   validate(o);
   if (o.threads > 0) gf::kernels::set_num_threads(o.threads);
   // Every random draw of the run follows from --seed, in this order: the model's weights and
   // dropout streams, then the batches' stream, and from it the checks' fresh sequences.
   Rng rng(o.seed);
-  const TextPairs text = is_text_task(o) ? read_text_pairs(o) : TextPairs{};
   Learner learner = make_model(o, text, resumed, rng);
   Transformer& model = *learner.model;
   Rng batch_rng(rng.next_u64());
@@ -618,6 +738,7 @@ int run_train(const TrainOptions& options) {
   const std::filesystem::path save_dir = std::filesystem::path(o.save).parent_path();
   if (!save_dir.empty()) std::filesystem::create_directories(save_dir);
   model.train();
+  if (!resumed) plan_steps(o, model, batches);
 
   training::Trainer trainer = make_trainer(o, model);
   TrainRun run(o, learner, trainer, batches, checks);

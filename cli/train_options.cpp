@@ -18,6 +18,7 @@ struct KeptOption {
   std::string flag;
   std::function<std::string(TrainOptions&)> text;
   std::function<bool(TrainOptions&, const std::string&)> parse;  // false: not a value
+  bool added_later = false;  // older training states lack it: they keep the default
 };
 
 bool parse_value(const std::string& text, std::string& out) {
@@ -39,6 +40,11 @@ KeptOption kept(std::string flag, Field field) {
           [field](TrainOptions& o, const std::string& text) {
             return parse_value(text, field(o));
           }};
+}
+
+KeptOption added_later(KeptOption option) {
+  option.added_later = true;
+  return option;
 }
 
 const std::vector<KeptOption>& kept_option_table() {
@@ -77,6 +83,10 @@ const std::vector<KeptOption>& kept_option_table() {
           "lr", [](TrainOptions & o) -> auto& { return o.lr; }),
       kept(
           "warmup", [](TrainOptions & o) -> auto& { return o.warmup; }),
+      added_later(kept(
+          "schedule-steps", [](TrainOptions & o) -> auto& { return o.schedule_steps; })),
+      added_later(kept(
+          "average", [](TrainOptions & o) -> auto& { return o.average; })),
       kept(
           "clip", [](TrainOptions & o) -> auto& { return o.clip; }),
       kept(
@@ -86,6 +96,43 @@ const std::vector<KeptOption>& kept_option_table() {
 }
 
 }  // namespace
+
+std::string apply_recipe(const training::TextRecipe& recipe, TrainOptions& o) {
+  std::vector<std::string> chosen;
+  auto choose = [&](const char* flag, auto& field, const auto& value, const std::string& shown) {
+    if (o.given.contains(flag)) return;
+    field = value;
+    chosen.push_back(shown);
+  };
+  const TransformerConfig& m = recipe.model;
+  choose("vocab-size", o.vocab_size, recipe.vocab_size,
+         fmt::format("BPE vocabulary {}", recipe.vocab_size));
+  choose("d-model", o.model.d_model, m.d_model, fmt::format("d_model {}", m.d_model));
+  choose("d-ff", o.model.d_ff, m.d_ff, fmt::format("d_ff {}", m.d_ff));
+  choose("heads", o.model.heads, m.heads, fmt::format("heads {}", m.heads));
+  if (!o.given.contains("layers")) {
+    o.model.encoder_layers = m.encoder_layers;
+    o.model.decoder_layers = m.decoder_layers;
+    chosen.push_back(fmt::format("layers {}+{}", m.encoder_layers, m.decoder_layers));
+  }
+  choose("max-len", o.model.max_len, m.max_len, fmt::format("max-len {}", m.max_len));
+  choose("norm-first", o.model.norm_first, m.norm_first, m.norm_first ? "pre-norm" : "post-norm");
+  choose("dropout", o.model.dropout, m.dropout, fmt::format("dropout {}", m.dropout));
+  choose("label-smoothing", o.label_smoothing, recipe.label_smoothing,
+         fmt::format("label smoothing {}", recipe.label_smoothing));
+  choose("schedule", o.schedule, recipe.schedule, fmt::format("{} schedule", recipe.schedule));
+  choose("lr", o.lr, recipe.peak_lr, fmt::format("peak rate {}", recipe.peak_lr));
+  choose("warmup", o.warmup, recipe.warmup,
+         fmt::format("warm-up {} steps (at most a tenth of the run)", recipe.warmup));
+  choose("batch-tokens", o.batch_tokens, recipe.batch_tokens,
+         fmt::format("{} tokens a batch", recipe.batch_tokens));
+  choose("average", o.average, recipe.average,
+         fmt::format("average of the last {} checkpoints", recipe.average));
+  if (!o.given.contains("eval-every") && !o.dev.empty())
+    chosen.push_back(fmt::format("{} checks on the dev set", recipe.checks));
+  o.recipe = recipe;
+  return fmt::format("{}", fmt::join(chosen, ", "));
+}
 
 bool is_text_task(const TrainOptions& o) {
   return o.task == "translate" || o.task == "toy-translation";
@@ -100,13 +147,21 @@ void validate(const TrainOptions& o) {
   require(o.lr >= 0.0f,
           fmt::format("--lr must not be negative, got {} (0: the schedule's default)", o.lr));
   require(o.warmup > 0, fmt::format("--warmup must be positive, got {}", o.warmup));
+  require(o.schedule != "cosine" || o.minutes > 0 || o.warmup < o.steps,
+          fmt::format("--schedule cosine needs more --steps than --warmup, got {} and {}", o.steps,
+                      o.warmup));
+  require(o.minutes >= 0, fmt::format("--minutes must not be negative, got {}", o.minutes));
+  require(o.minutes == 0 || o.resume.empty(),
+          "--minutes plans a new run; to continue one with --resume, give --steps, the total "
+          "to reach");
+  require(o.average >= 0, fmt::format("--average must not be negative, got {}", o.average));
   require(o.clip >= 0.0f, fmt::format("--clip must not be negative, got {}", o.clip));
   require(o.label_smoothing >= 0.0f && o.label_smoothing < 1.0f,
           fmt::format("--label-smoothing {} is outside [0, 1)", o.label_smoothing));
   require(o.optimizer == "adam" || o.optimizer == "sgd",
           fmt::format("--optimizer must be adam or sgd, got \"{}\"", o.optimizer));
-  require(o.schedule == "noam" || o.schedule == "constant",
-          fmt::format("--schedule must be noam or constant, got \"{}\"", o.schedule));
+  require(o.schedule == "noam" || o.schedule == "cosine" || o.schedule == "constant",
+          fmt::format("--schedule must be noam, cosine or constant, got \"{}\"", o.schedule));
   require(o.threads >= 0, fmt::format("--threads must not be negative, got {}", o.threads));
   require(o.eval_count > 0, fmt::format("--eval-count must be positive, got {}", o.eval_count));
   require(
@@ -145,6 +200,12 @@ training::TrainState read_resume(TrainOptions& o) {
         "--resume {}: the run has done {} steps already; --steps is the total to reach, so give "
         "more than {}",
         o.resume, state.step, state.step));
+  if (o.schedule == "cosine" && o.steps > o.schedule_steps)
+    throw std::invalid_argument(fmt::format(
+        "--resume {}: the run's cosine schedule falls to zero at step {}, so --steps {} would "
+        "train at a rate of zero; continue to at most {}, or start a new run from its weights "
+        "with --init {}",
+        o.resume, o.schedule_steps, o.steps, o.schedule_steps, o.resume));
   return state;
 }
 
@@ -158,6 +219,7 @@ nn::Metadata kept_options(const TrainOptions& options) {
 void apply_kept_options(const nn::Metadata& saved, TrainOptions& options, const std::string& path) {
   for (const KeptOption& option : kept_option_table()) {
     const auto it = saved.find(option.flag);
+    if (it == saved.end() && option.added_later) continue;
     if (it == saved.end())
       throw FormatError(
           fmt::format("training state: {}: metadata \"option.{}\" is missing", path, option.flag));

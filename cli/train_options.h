@@ -5,12 +5,17 @@
 
 #include "cli/commands.h"
 #include "nn/safetensors.h"
+#include "training/recipe.h"
 #include "training/resume.h"
 
 namespace gf::cli {
 
 // --task translate or toy-translation: sentence pairs through a tokenizer.
 bool is_text_task(const TrainOptions& options);
+
+// --task translate on real sentence pairs: every setting of the recipe (training/recipe.h)
+// whose flag was not given. Returns the settings it chose, as a line for the user.
+std::string apply_recipe(const training::TextRecipe& recipe, TrainOptions& options);
 
 // Throws std::invalid_argument naming the first flag whose value cannot be used.
 void validate(const TrainOptions& options);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numbers>
 #include <stdexcept>
 
 #include "autograd/kernels/parallel.h"
@@ -251,6 +252,18 @@ float noam_lr(int64_t step, int64_t d_model, int64_t warmup, float factor) {
   return static_cast<float>(static_cast<double>(factor) *
                             std::pow(static_cast<double>(d_model), -0.5) *
                             std::min(std::pow(s, -0.5), s * std::pow(w, -1.5)));
+}
+
+float cosine_lr(int64_t step, int64_t warmup, int64_t total, float peak) {
+  if (step < 1 || warmup < 1 || total <= warmup)
+    throw std::invalid_argument(fmt::format(
+        "cosine_lr: need step >= 1 and 1 <= warmup < total (got step {}, warmup {}, total {})",
+        step, warmup, total));
+  const double s = static_cast<double>(step), w = static_cast<double>(warmup);
+  if (step <= warmup) return static_cast<float>(static_cast<double>(peak) * s / w);
+  const double progress = (s - w) / (static_cast<double>(total) - w + 1.0);  // in (0, 1)
+  return static_cast<float>(static_cast<double>(peak) * 0.5 *
+                            (1.0 + std::cos(std::numbers::pi * std::min(progress, 1.0))));
 }
 
 }  // namespace gf::nn

@@ -120,4 +120,13 @@ std::optional<std::string> find_non_finite_value(const NamedTensors& parameters)
 // step counts from 1.
 float noam_lr(int64_t step, int64_t d_model, int64_t warmup, float factor = 1.0f);
 
+// Warm-up, then half a cosine down to zero: the rate rises linearly to peak over `warmup`
+// steps, as in §5.3, then falls as
+//   lr(step) = peak * (1 + cos(pi * (step - warmup) / (total - warmup + 1))) / 2
+// so that the last step, `total`, still takes a small step. Not the paper's schedule: with a
+// fixed number of steps, ending at a rate near zero settles the weights where inverse square
+// root decay would leave them moving (Loshchilov and Hutter 2017, "SGDR"). step counts from 1;
+// warmup < total.
+float cosine_lr(int64_t step, int64_t warmup, int64_t total, float peak);
+
 }  // namespace gf::nn

@@ -119,6 +119,7 @@ void save_train_state(const std::string& path, const TrainState& state) {
   for (const auto& [name, rng] : state.dropout) metadata[kDropoutPrefix + name] = rng_text(rng);
   for (const auto& [flag, value] : state.options) metadata[kOptionPrefix + flag] = value;
   if (!state.page.empty()) metadata["history.page"] = state.page;
+  if (!state.checkpoint_weights.empty()) metadata["checkpoint_weights"] = state.checkpoint_weights;
 
   nn::NamedTensors tensors;
   for (const auto& [name, tensor] : state.model) tensors.emplace_back(kModelPrefix + name, tensor);
@@ -140,6 +141,8 @@ TrainState load_train_state(const std::string& path) {
   state.step = nn::metadata_int(metadata, "step", path);
   state.optimizer_step = nn::metadata_int(metadata, "optimizer_step", path);
   state.weights = find_text(metadata, "weights", path);
+  if (const auto it = metadata.find("checkpoint_weights"); it != metadata.end())
+    state.checkpoint_weights = it->second;
   state.batches.batches = parse_rng(metadata, "rng.batches", path);
   state.eval = parse_rng(metadata, "rng.eval", path);
   state.batches.epoch_start = parse_rng(metadata, "rng.epoch_start", path);

@@ -20,6 +20,8 @@
 //             "optimizer_step"       Adam's t, the step of its bias corrections
 //             "weights"              a digest of the weights, to check the copy and to tell
 //                                    whether M still holds the same ones
+//             "checkpoint_weights"   present when M holds other weights on purpose (the best
+//                                    check's, or an average, chosen at the end): their digest
 //             "rng.batches"          the training-batch stream
 //             "rng.eval"             the stream of fresh evaluation sequences
 //             "rng.epoch_start"      text: the batch stream before the current epoch was drawn
@@ -55,6 +57,7 @@ struct TrainState {
   nn::NamedTensors optimizer;        // "adam.m.NAME", "adam.v.NAME" or "sgd.velocity.NAME"
   std::vector<float> losses, rates;  // one per completed step
   std::string weights;               // weights_digest() of model
+  std::string checkpoint_weights{};  // the digest of M's weights when they are not these
   nn::Metadata options;              // the run's settings, by flag name without dashes
   std::string page{};                // PageHistory::to_json(); empty when not recorded
 };

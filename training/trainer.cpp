@@ -16,6 +16,12 @@ Schedule noam(int64_t d_model, int64_t warmup, float factor) {
   };
 }
 
+Schedule cosine(int64_t warmup, int64_t total, float peak) {
+  return [=](int64_t step) {
+    return nn::cosine_lr(step, warmup, total, peak);
+  };
+}
+
 Schedule constant(float lr) {
   return [=](int64_t) {
     return lr;

@@ -19,6 +19,8 @@ namespace gf::training {
 using Schedule = std::function<float(int64_t step)>;
 // §5.3's warm-up then inverse square root (nn::noam_lr), times factor.
 Schedule noam(int64_t d_model, int64_t warmup, float factor = 1.0f);
+// Warm-up to peak, then half a cosine to zero at step total (nn::cosine_lr).
+Schedule cosine(int64_t warmup, int64_t total, float peak);
 Schedule constant(float lr);
 
 struct StepOptions {

@@ -570,7 +570,12 @@ TEST_CASE("every flag that makes no sense is refused, saying what is allowed",
       {{"train", "--threads", "-1"}, "--threads must not be negative, got -1"},
       {{"train", "--save-every", "-1"}, "--save-every must not be negative, got -1"},
       {{"train", "--optimizer", "adamw"}, "--optimizer must be adam or sgd, got \"adamw\""},
-      {{"train", "--schedule", "cosine"}, "--schedule must be noam or constant, got \"cosine\""},
+      {{"train", "--schedule", "linear"},
+       "--schedule must be noam, cosine or constant, got \"linear\""},
+      {{"train", "--schedule", "cosine", "--steps", "100", "--warmup", "100"},
+       "--schedule cosine needs more --steps than --warmup, got 100 and 100"},
+      {{"train", "--minutes", "-1"}, "--minutes must not be negative, got -1"},
+      {{"train", "--average", "-2"}, "--average must not be negative, got -2"},
       {{"train", "--seed", "-1"}, "must be a non-negative integer (below 2^64), got \"-1\""},
       {{"train", "--seed", "x"}, "must be a non-negative integer"},
       // Data.
@@ -788,4 +793,78 @@ TEST_CASE("train writes the run's page beside the checkpoint, and report one for
       CHECK(page["attention"].size() == 1);
     }
   }
+}
+
+// Sentence pairs with as many distinct words as real text has (the recipe is for corpora of
+// 2000 or more): "w17 w342 w5" -> "v17 v342 v5", which a model can learn to copy word by word.
+std::string made_up_pairs(int count, uint64_t seed) {
+  std::string text;
+  uint64_t state = seed;
+  auto next_word = [&state] {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<int>((state >> 33) % 1500);
+  };
+  for (int i = 0; i < count; ++i) {
+    std::string source, target;
+    for (int w = 0; w < 3; ++w) {
+      const std::string n = std::to_string(next_word());
+      source += (w ? " w" : "w") + n;
+      target += (w ? " v" : "v") + n;
+    }
+    text += source + "\t" + target + "\n";
+  }
+  return text;
+}
+
+TEST_CASE("train --task translate on real text follows the recipe and keeps the best weights",
+          "[cli][train][recipe]") {
+  TempDir dir;
+  write_file(dir / "train.tsv", made_up_pairs(1200, 1));
+  write_file(dir / "dev.tsv", made_up_pairs(30, 2));
+  const fs::path ckpt = dir / "m.safetensors";
+  const Args data = {"--data", (dir / "train.tsv").string(), "--dev", (dir / "dev.tsv").string()};
+  const Result r = transformer(
+      words("train --task translate --d-model 16 --d-ff 32 --layers 1 --steps 40 --threads 2") +
+      data + Args{"--save", ckpt.string()});
+  INFO(r);
+  REQUIRE(r.status == 0);
+  CHECK_THAT(r.err, Contains("recipe for 1200 pairs of 7200 words ("));
+  CHECK_THAT(r.err, Contains("pre-norm, dropout 0.3, label smoothing 0.1, cosine schedule"));
+  CHECK_THAT(r.err, Contains("warm-up 150 steps (at most a tenth of the run)"));
+  CHECK_THAT(r.err, Contains("\nstep 4: BLEU "));  // ten checks: every 4 steps
+  CHECK_THAT(r.err, Contains("\nstep 36: BLEU "));
+  CHECK_THAT(r.out, Contains("BLEU on 30 dev pairs (greedy): the last step's weights (40) "));
+  CHECK_THAT(r.out, Contains("the average of the last 5 checkpoints "));
+
+  SECTION("the training state continues from the last weights, whatever the checkpoint holds") {
+    const Result more = transformer(Args{"train", "--resume", ckpt.string(), "--steps", "41"});
+    INFO(more);
+    CHECK(more.status != 0);  // the cosine ended at 40
+    CHECK_THAT(more.err, Contains("falls to zero at step 40, so --steps 41 would train at a rate "
+                                  "of zero"));
+    CHECK_THAT(more.err, !Contains("holds other weights than its training state"));
+  }
+}
+
+TEST_CASE("train --minutes plans a number of steps, and --steps with it repeats the run exactly",
+          "[cli][train][budget]") {
+  TempDir dir;
+  const Args run = words(
+      "train --length 4 --layers 1 --d-model 16 --d-ff 16 --heads 2 "
+      "--batch 8 --warmup 5 --dropout 0.1 --threads 2");
+  const Result planned =
+      transformer(run + Args{"--minutes", "0.02", "--save", (dir / "a.safetensors").string()});
+  INFO(planned);
+  REQUIRE(planned.status == 0);
+  const std::string marker = "--steps ";
+  const size_t at = planned.err.find(" repeats this run exactly");
+  REQUIRE(at != std::string::npos);
+  const size_t from = planned.err.rfind(marker, at) + marker.size();
+  const std::string steps = planned.err.substr(from, at - from);
+  CHECK(std::stoll(steps) >= 6);  // at least the warm-up and one more
+  const Result repeated =
+      transformer(run + Args{"--steps", steps, "--save", (dir / "b.safetensors").string()});
+  INFO(repeated);
+  REQUIRE(repeated.status == 0);
+  CHECK(read_file(dir / "a.safetensors") == read_file(dir / "b.safetensors"));
 }

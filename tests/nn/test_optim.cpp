@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <numbers>
 
 #include "autograd/ops.h"
 #include "nn/optim.h"
@@ -69,4 +70,18 @@ TEST_CASE("the warm-up schedule rises linearly, peaks at warmup, then decays", "
   CHECK(noam_lr(4000, d, warmup, 2.0f) == Approx(2 * peak));
   CHECK(noam_lr(3999, d, warmup) < noam_lr(4000, d, warmup));
   CHECK(noam_lr(4001, d, warmup) < noam_lr(4000, d, warmup));
+}
+
+TEST_CASE("the cosine schedule warms up to its peak, then falls to near zero at the end",
+          "[nn][schedule]") {
+  const int64_t warmup = 100, total = 1099;  // 1000 steps after the warm-up
+  CHECK(cosine_lr(1, warmup, total, 1e-3f) == Approx(1e-5));
+  CHECK(cosine_lr(50, warmup, total, 1e-3f) == Approx(5e-4));
+  CHECK(cosine_lr(100, warmup, total, 1e-3f) == Approx(1e-3));
+  CHECK(cosine_lr(600, warmup, total, 1e-3f) == Approx(5e-4));  // half way down: half the peak
+  const double last = 1e-3 * 0.5 * (1 + std::cos(std::numbers::pi * 999.0 / 1000.0));
+  CHECK(cosine_lr(total, warmup, total, 1e-3f) == Approx(last));  // ~2.5e-9: small, not zero
+  CHECK(cosine_lr(total, warmup, total, 1e-3f) > 0.0f);
+  CHECK(cosine_lr(101, warmup, total, 1e-3f) < cosine_lr(100, warmup, total, 1e-3f));
+  CHECK_THROWS_AS(cosine_lr(1, 100, 100, 1e-3f), std::invalid_argument);
 }

@@ -1,0 +1,57 @@
+#include "training/recipe.h"
+
+#include <cmath>
+#include <sstream>
+#include <unordered_set>
+
+#include "data/utf8.h"
+#include "data/vocab.h"
+
+namespace gf::training {
+
+CorpusFacts corpus_facts(const data::SentencePairsFile& train) {
+  CorpusFacts facts{.pairs = static_cast<int64_t>(train.pairs.size())};
+  std::unordered_set<char32_t> characters;
+  std::unordered_set<std::string> distinct;
+  for (const data::SentencePair& pair : train.pairs)
+    for (const std::string* side : {&pair.source, &pair.target}) {
+      for (char32_t c : data::decode_utf8(*side)) characters.insert(c);
+      std::istringstream words(*side);
+      for (std::string word; words >> word;) {
+        ++facts.words;
+        distinct.insert(word);
+      }
+    }
+  facts.characters = static_cast<int64_t>(characters.size());
+  facts.distinct_words = static_cast<int64_t>(distinct.size());
+  return facts;
+}
+
+std::optional<TextRecipe> text_recipe(const CorpusFacts& facts) {
+  if (facts.distinct_words < kRealTextWords) return std::nullopt;
+  // Every character gets a token, then about 8 sqrt(words) merges: 3,700 for the 210,000
+  // words of the German message catalogs, 2,800 for the 123,000 of the Chinese ones (whose
+  // characters are each a word of their own, so the merges go to the English side).
+  const int64_t base = data::kNumSpecial + 256 + facts.characters;
+  const auto merges =
+      static_cast<int64_t>(std::lround(8.0 * std::sqrt(static_cast<double>(facts.words))));
+  return TextRecipe{.model = {.vocab_size = 0,
+                              .d_model = 256,
+                              .d_ff = 1024,
+                              .heads = 4,
+                              .encoder_layers = 3,
+                              .decoder_layers = 3,
+                              .max_len = 256,
+                              .dropout = 0.3f,
+                              .norm_first = true},
+                    .vocab_size = (base + merges + 99) / 100 * 100,
+                    .schedule = "cosine",
+                    .peak_lr = 1e-3f,
+                    .warmup = 150,
+                    .label_smoothing = 0.1f,
+                    .batch_tokens = 2000,
+                    .average = 5,
+                    .checks = 10};
+}
+
+}  // namespace gf::training
