@@ -95,8 +95,9 @@ struct EvalOptions {
   std::string ckpt, data;
   int64_t beam = 1;
   float length_penalty = 0.6f;
-  int64_t alignment_layer = 0;  // 1-based decoder layer for the alignment score; 0: the last
-  std::string hypotheses;       // a file to write the translations to, one per line
+  int64_t alignment_layer = 0;    // 1-based decoder layer for the alignment score; 0: the last
+  std::string hypotheses;         // a file to write the translations to, one per line
+  std::string tokenize = "auto";  // BLEU's tokenizer: auto (from the targets) | 13a | zh
 };
 int run_eval(const EvalOptions& options);
 

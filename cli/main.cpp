@@ -257,6 +257,11 @@ void add_eval(CLI::App& app, EvalOptions& o, int& threads) {
                 "Decoder layer whose cross-attention the alignment score reads (0: the last)")
       ->capture_default_str();
   ev.add_option("--hypotheses", o.hypotheses, "Write the translations to this file");
+  ev.add_option("--tokenize", o.tokenize,
+                "BLEU's tokenizer, as sacreBLEU's: 13a (words), zh (Chinese characters) or auto "
+                "(zh when the targets are Chinese)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "13a", "zh"}));
   add_threads(ev, threads);
 }
 

@@ -4,6 +4,7 @@
 
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <stdexcept>
 
 #include "cli/commands.h"
@@ -52,9 +53,10 @@ int run_translate(const TranslateOptions& o) {
   return 0;
 }
 
-// BLEU and chrF of the model's translations of a file's sources against its targets, and, when
-// every line has a gold word alignment in its third column (the toy language's files), how
-// often cross-attention points at the aligned word.
+// BLEU and chrF of the model's translations of a file's sources against its targets (BLEU's line
+// ends with the tokenizer it used, "tok:13a" or "tok:zh"), and, when every line has a gold word
+// alignment in its third column (the toy language's files), how often cross-attention points at
+// the aligned word.
 int run_eval(const EvalOptions& o) {
   check_decoding(o.beam, o.length_penalty);
   Translator translator = load_translator(o.ckpt);
@@ -64,9 +66,12 @@ int run_eval(const EvalOptions& o) {
         fmt::format("--alignment-layer {} does not exist: the decoder has layers 1 to {}",
                     o.alignment_layer, translator.model->config.decoder_layers));
   const data::SentencePairsFile file = data::read_sentence_pairs(o.data);
+  std::optional<data::BleuTokenize> tokenize;  // auto: from the targets
+  if (o.tokenize == "13a") tokenize = data::BleuTokenize::k13a;
+  if (o.tokenize == "zh") tokenize = data::BleuTokenize::kZh;
   const training::TranslationScores scores =
       training::score_translations(*translator.model, *translator.tokenizer, file.pairs,
-                                   {.beam = o.beam, .length_penalty = o.length_penalty});
+                                   {.beam = o.beam, .length_penalty = o.length_penalty}, tokenize);
   const std::string search =
       o.beam > 1 ? fmt::format("beam {}, length penalty {}", o.beam, o.length_penalty) : "greedy";
   fmt::print("{} pairs from {}, {}\n", file.pairs.size(), o.data, search);

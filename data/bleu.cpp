@@ -8,6 +8,7 @@
 #include <map>
 #include <stdexcept>
 #include <unordered_map>
+#include <utility>
 
 #include "data/tokenizer.h"
 #include "data/utf8.h"
@@ -24,12 +25,178 @@ bool is_digit(char32_t c) {
   return c >= '0' && c <= '9';
 }
 
+// Whitespace as Python's str.split sees it, which is how sacreBLEU splits tokens and removes
+// whitespace for chrF: Unicode's White_Space and the separators U+001C..U+001F.
+bool is_split_space(char32_t c) {
+  return char_class(c) == CharClass::kSpace || (c >= 0x1C && c <= 0x1F);
+}
+
+// The blocks whose characters zh sets apart, as sacreBLEU's tokenizer_zh lists them. That list
+// compares each character with strings, and two of its bounds, written '\u20000' '\u2a6d6' and
+// '\u2f800' '\u2fa1d' for the astral blocks CJK Extension B and the Compatibility Supplement,
+// are read by Python as a 4-digit escape and one more character: U+2000 '0' to U+2A6D '6'. A
+// single character c is >= "\u2000" "0" iff c > U+2000 (c == U+2000 is a prefix of it, so
+// smaller), and <= "\u2a6d" "6" iff c <= U+2A6D (then c is a prefix, so smaller): the range is
+// U+2001..U+2A6D (general punctuation such as '—' and '…', currency such as '€', arrows,
+// mathematical operators), and likewise U+2F81..U+2FA1. Astral ideographs are not set apart.
+constexpr std::array<std::pair<char32_t, char32_t>, 22> kZhRanges = {{
+    {0x3400, 0x4DB5},  // CJK Unified Ideographs Extension A
+    {0x4E00, 0x9FA5},  // CJK Unified Ideographs
+    {0x9FA6, 0x9FBB},  // CJK Unified Ideographs, added in Unicode 4.1
+    {0xF900, 0xFA2D},  // CJK Compatibility Ideographs
+    {0xFA30, 0xFA6A},  // CJK Compatibility Ideographs, added in Unicode 3.2
+    {0xFA70, 0xFAD9},  // CJK Compatibility Ideographs, added in Unicode 4.1
+    {0x2001, 0x2A6D},  // meant: CJK Extension B, U+20000..U+2A6D6 (see above)
+    {0x2F81, 0x2FA1},  // meant: CJK Compatibility Supplement, U+2F800..U+2FA1D
+    {0xFF00, 0xFFEF},  // fullwidth ASCII and punctuation, halfwidth kana and Hangul
+    {0x2E80, 0x2EFF},  // CJK Radicals Supplement
+    {0x3000, 0x303F},  // CJK punctuation
+    {0x31C0, 0x31EF},  // CJK strokes
+    {0x2F00, 0x2FDF},  // Kangxi radicals
+    {0x2FF0, 0x2FFF},  // ideographic description characters
+    {0x3100, 0x312F},  // Bopomofo
+    {0x31A0, 0x31BF},  // Bopomofo extended
+    {0xFE10, 0xFE1F},  // vertical forms
+    {0xFE30, 0xFE4F},  // CJK compatibility forms
+    {0x2600, 0x26FF},  // miscellaneous symbols
+    {0x2700, 0x27BF},  // dingbats
+    {0x3200, 0x32FF},  // enclosed CJK letters and months
+    {0x3300, 0x33FF},  // CJK compatibility
+}};
+
+bool set_apart_by_zh(char32_t c) {
+  return std::ranges::any_of(
+      kZhRanges, [c](const auto& range) { return c >= range.first && c <= range.second; });
+}
+
+// The ideographs choose_bleu_tokenize counts (bleu.h).
+bool is_cjk_ideograph(char32_t c) {
+  return (c >= 0x3400 && c <= 0x4DBF) || (c >= 0x4E00 && c <= 0x9FFF) ||
+         (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x20000 && c <= 0x3FFFF);
+}
+
+// R1's marks: ASCII punctuation except ' , - . (sacreBLEU's class also holds the space, which
+// changes nothing).
+bool set_apart_by_r1(char32_t c) {
+  return std::u32string_view(U"{|}~[\\]^_`!\"#$%&()*+:;<=>?@/").find(c) !=
+         std::u32string_view::npos;
+}
+
+bool is_period_or_comma(char32_t c) {
+  return c == '.' || c == ',';
+}
+
+// Every occurrence of `from` replaced by `to`, left to right, as Python's str.replace.
+std::u32string replace_all(const std::u32string& text, std::u32string_view from,
+                           std::u32string_view to) {
+  std::u32string out;
+  size_t start = 0;
+  for (size_t at = text.find(from); at != std::u32string::npos; at = text.find(from, start)) {
+    out.append(text, start, at - start);
+    out += to;
+    start = at + from.size();
+  }
+  out.append(text, start);
+  return out;
+}
+
+// One of R2-R4: re.sub of the pattern "(first)(second)" over text. A match is two characters;
+// it is replaced by "first second " or, with space_first, " first second", and the search
+// goes on after it, so the second character of a match never starts another.
+template <typename First, typename Second>
+std::u32string substitute_pairs(const std::u32string& text, First first, Second second,
+                                bool space_first) {
+  std::u32string out;
+  size_t i = 0;
+  while (i < text.size()) {
+    if (i + 1 < text.size() && first(text[i]) && second(text[i + 1])) {
+      if (space_first) out += U' ';
+      out += text[i];
+      out += U' ';
+      out += text[i + 1];
+      if (!space_first) out += U' ';
+      i += 2;
+    } else {
+      out += text[i++];
+    }
+  }
+  return out;
+}
+
+// R1-R4 (bleu.h), then the split on whitespace.
+std::vector<std::string> regexp_tokens(const std::u32string& text) {
+  std::u32string spaced;
+  for (const char32_t c : text) {
+    if (set_apart_by_r1(c)) {
+      spaced += U' ';
+      spaced += c;
+      spaced += U' ';
+    } else {
+      spaced += c;
+    }
+  }
+  const auto not_digit = [](char32_t c) {
+    return !is_digit(c);
+  };
+  const auto hyphen = [](char32_t c) {
+    return c == '-';
+  };
+  spaced = substitute_pairs(spaced, not_digit, is_period_or_comma, false);  // R2
+  spaced = substitute_pairs(spaced, is_period_or_comma, not_digit, true);   // R3
+  spaced = substitute_pairs(spaced, is_digit, hyphen, false);               // R4
+
+  std::vector<std::string> tokens;
+  std::string token;
+  for (const char32_t c : spaced) {
+    if (is_split_space(c)) {
+      if (!token.empty()) tokens.push_back(std::move(token));
+      token.clear();
+    } else {
+      token += encode_utf8(c);
+    }
+  }
+  if (!token.empty()) tokens.push_back(std::move(token));
+  return tokens;
+}
+
+// 13a's first half (bleu.h): deletions, unescaping and the padding.
+std::u32string prepare_13a(std::u32string text) {
+  text = replace_all(text, U"<skipped>", U"");
+  text = replace_all(text, U"-\n", U"");
+  text = replace_all(text, U"\n", U" ");
+  text = replace_all(text, U"&quot;", U"\"");
+  text = replace_all(text, U"&amp;", U"&");
+  text = replace_all(text, U"&lt;", U"<");
+  text = replace_all(text, U"&gt;", U">");
+  return U" " + text + U" ";
+}
+
+// zh's first half (bleu.h): the text stripped, each character of kZhRanges set apart.
+std::u32string prepare_zh(const std::u32string& text) {
+  size_t begin = 0, end = text.size();
+  while (begin < end && is_split_space(text[begin])) ++begin;
+  while (end > begin && is_split_space(text[end - 1])) --end;
+  std::u32string out;
+  for (size_t i = begin; i < end; ++i) {
+    if (set_apart_by_zh(text[i])) {
+      out += U' ';
+      out += text[i];
+      out += U' ';
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
 // Token texts as small integers, so that an n-gram is a short vector of ints.
 class Interner {
  public:
+  explicit Interner(BleuTokenize tokenize) : tokenize_(tokenize) {}
+
   std::vector<int32_t> ids(const std::string& text) {
     std::vector<int32_t> out;
-    for (std::string& token : bleu_tokenize(text)) {
+    for (std::string& token : bleu_tokenize(text, tokenize_)) {
       const auto [it, added] = ids_.emplace(std::move(token), static_cast<int32_t>(ids_.size()));
       out.push_back(it->second);
     }
@@ -37,6 +204,7 @@ class Interner {
   }
 
  private:
+  BleuTokenize tokenize_;
   std::unordered_map<std::string, int32_t> ids_;
 };
 
@@ -60,45 +228,28 @@ void check_counts(const char* who, size_t hypotheses, size_t references) {
 
 }  // namespace
 
-std::vector<std::string> bleu_tokenize(std::string_view text) {
-  const std::vector<std::string_view> chars = split_utf8(text);
-  std::u32string code_points;
-  std::vector<CharClass> classes;
-  for (const std::string_view c : chars) {
-    code_points.push_back(decode_utf8(c)[0]);
-    classes.push_back(char_class(code_points.back()));
-  }
-  const auto letter_at = [&](size_t i) {
-    return i < chars.size() && classes[i] == CharClass::kLetter;
-  };
+std::string_view bleu_tokenize_name(BleuTokenize tokenize) {
+  return tokenize == BleuTokenize::kZh ? "zh" : "13a";
+}
 
-  std::vector<std::string> tokens;
-  std::string word;
-  const auto end_word = [&] {
-    if (!word.empty()) tokens.push_back(std::move(word));
-    word.clear();
-  };
-  for (size_t i = 0; i < chars.size(); ++i) {
-    const char32_t c = code_points[i];
-    if (classes[i] == CharClass::kSpace) {
-      end_word();
-    } else if (classes[i] == CharClass::kLetter) {
-      word += chars[i];
-    } else {
-      const bool inside_number = (c == '.' || c == ',') && i > 0 && i + 1 < chars.size() &&
-                                 is_digit(code_points[i - 1]) && is_digit(code_points[i + 1]);
-      const bool inside_word =
-          (c == '\'' || c == '-') && i > 0 && letter_at(i - 1) && letter_at(i + 1);
-      if (inside_number || inside_word) {
-        word += chars[i];
-      } else {
-        end_word();
-        tokens.emplace_back(chars[i]);
-      }
+std::vector<std::string> bleu_tokenize(std::string_view text, BleuTokenize tokenize) {
+  std::u32string code_points = decode_utf8(text);
+  // sacreBLEU strips the end of each line before its tokenizer sees it (a trailing "-\n" then
+  // keeps its '-').
+  while (!code_points.empty() && is_split_space(code_points.back())) code_points.pop_back();
+  return regexp_tokens(tokenize == BleuTokenize::kZh ? prepare_zh(code_points)
+                                                     : prepare_13a(std::move(code_points)));
+}
+
+BleuTokenize choose_bleu_tokenize(std::span<const std::string> references) {
+  int64_t ideographs = 0, characters = 0;
+  for (const std::string& reference : references)
+    for (const char32_t c : decode_utf8(reference)) {
+      if (is_split_space(c)) continue;
+      ++characters;
+      ideographs += is_cjk_ideograph(c);
     }
-  }
-  end_word();
-  return tokens;
+  return characters > 0 && 10 * ideographs >= characters ? BleuTokenize::kZh : BleuTokenize::k13a;
 }
 
 std::string BleuScore::to_string() const {
@@ -107,17 +258,18 @@ std::string BleuScore::to_string() const {
                                             : 0.0;
   return fmt::format(
       "BLEU = {:.2f} {:.1f}/{:.1f}/{:.1f}/{:.1f} (BP = {:.3f} ratio = {:.3f} "
-      "hyp_len = {} ref_len = {})",
+      "hyp_len = {} ref_len = {}) tok:{}",
       score, precisions[0], precisions[1], precisions[2], precisions[3], brevity_penalty, ratio,
-      hypothesis_length, reference_length);
+      hypothesis_length, reference_length, bleu_tokenize_name(tokenize));
 }
 
 BleuScore corpus_bleu(std::span<const std::string> hypotheses,
-                      std::span<const std::vector<std::string>> references) {
+                      std::span<const std::vector<std::string>> references, BleuTokenize tokenize) {
   check_counts("corpus_bleu", hypotheses.size(), references.size());
   using Ngram = std::vector<int32_t>;
   BleuScore s;
-  Interner interner;
+  s.tokenize = tokenize;
+  Interner interner(tokenize);
   for (size_t i = 0; i < hypotheses.size(); ++i) {
     if (references[i].empty())
       throw std::invalid_argument(fmt::format("corpus_bleu: sentence {} has no reference", i));
@@ -168,17 +320,18 @@ BleuScore corpus_bleu(std::span<const std::string> hypotheses,
 }
 
 BleuScore corpus_bleu(std::span<const std::string> hypotheses,
-                      std::span<const std::string> references) {
+                      std::span<const std::string> references, BleuTokenize tokenize) {
   check_counts("corpus_bleu", hypotheses.size(), references.size());
   std::vector<std::vector<std::string>> one_each;
   one_each.reserve(references.size());
   for (const std::string& reference : references) one_each.push_back({reference});
-  return corpus_bleu(hypotheses, std::span<const std::vector<std::string>>(one_each));
+  return corpus_bleu(hypotheses, std::span<const std::vector<std::string>>(one_each), tokenize);
 }
 
-BleuScore sentence_bleu(const std::string& hypothesis, const std::string& reference) {
+BleuScore sentence_bleu(const std::string& hypothesis, const std::string& reference,
+                        BleuTokenize tokenize) {
   return corpus_bleu(std::span<const std::string>(&hypothesis, 1),
-                     std::span<const std::string>(&reference, 1));
+                     std::span<const std::string>(&reference, 1), tokenize);
 }
 
 ChrfScore corpus_chrf(std::span<const std::string> hypotheses,
@@ -189,7 +342,7 @@ ChrfScore corpus_chrf(std::span<const std::string> hypotheses,
   const auto without_spaces = [](const std::string& text) {
     std::u32string kept;
     for (const char32_t c : decode_utf8(text))
-      if (char_class(c) != CharClass::kSpace) kept.push_back(c);
+      if (!is_split_space(c)) kept.push_back(c);
     return kept;
   };
   for (size_t i = 0; i < hypotheses.size(); ++i) {

@@ -110,7 +110,8 @@ std::vector<std::string> translate_texts(Transformer& model, const data::Tokeniz
 
 TranslationScores score_translations(Transformer& model, const data::Tokenizer& tokenizer,
                                      std::span<const data::SentencePair> pairs,
-                                     const DecodeSettings& settings) {
+                                     const DecodeSettings& settings,
+                                     std::optional<data::BleuTokenize> bleu_tokenize) {
   std::vector<std::string> sources, references;
   for (const data::SentencePair& p : pairs) {
     sources.push_back(p.source);
@@ -120,7 +121,9 @@ TranslationScores score_translations(Transformer& model, const data::Tokenizer& 
   scores.outputs = decode_corpus(model, encode_sources(model, tokenizer, sources), settings);
   for (const TokenIds& output : scores.outputs)
     scores.hypotheses.push_back(tokenizer.decode(output));
-  scores.bleu = data::corpus_bleu(scores.hypotheses, references);
+  scores.bleu =
+      data::corpus_bleu(scores.hypotheses, references,
+                        bleu_tokenize ? *bleu_tokenize : data::choose_bleu_tokenize(references));
   scores.chrf = data::corpus_chrf(scores.hypotheses, references);
   int64_t same = 0;
   for (size_t i = 0; i < pairs.size(); ++i) same += scores.hypotheses[i] == references[i];

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -50,10 +51,13 @@ struct TranslationScores {
   std::vector<TokenIds> outputs;  // the ids each hypothesis was decoded from (no bos, no eos)
 };
 
-// Translates the sources of pairs and scores them against the targets.
+// Translates the sources of pairs and scores them against the targets. BLEU tokenizes with
+// bleu_tokenize, or when it is empty with the tokenizer data::choose_bleu_tokenize picks for the
+// targets (zh for Chinese: BLEU on characters).
 TranslationScores score_translations(Transformer& model, const data::Tokenizer& tokenizer,
                                      std::span<const data::SentencePair> pairs,
-                                     const DecodeSettings& settings = {});
+                                     const DecodeSettings& settings = {},
+                                     std::optional<data::BleuTokenize> bleu_tokenize = {});
 
 // Whether a greedy output (without bos and eos) is the target [bos, ..., eos]: token for token,
 // then the end. A target without eos (a pairs file may hold such targets, data/pairs_file.h)

@@ -11,13 +11,12 @@ using namespace gf::data;
 using Catch::Matchers::Contains;
 using Strings = std::vector<std::string>;
 
-TEST_CASE("bleu_tokenize splits punctuation from words, but not inside numbers and words",
-          "[data][bleu]") {
-  CHECK(bleu_tokenize("Hello, world! It's 3.14 and 10,000 well-known «quotes» 北京.") ==
-        Strings{"Hello", ",", "world", "!", "It's", "3.14", "and", "10,000", "well-known", "«",
-                "quotes", "»", "北", "京", "."});
-  CHECK(bleu_tokenize("  end.  3. -x 'quoted'\n") ==
-        Strings{"end", ".", "3", ".", "-", "x", "'", "quoted", "'"});
+TEST_CASE("bleu_tokenize is sacreBLEU's 13a unless told otherwise", "[data][bleu]") {
+  // tests/data/test_bleu_tokenize.cpp goes through 13a's and zh's rules case by case.
+  CHECK(bleu_tokenize("Hello, world! It's 3.14 and 10,000 well-known «quotes» 3-4 北京.") ==
+        Strings{"Hello", ",", "world", "!", "It's", "3.14", "and", "10,000", "well-known",
+                "«quotes»", "3", "-", "4", "北京", "."});
+  CHECK(bleu_tokenize("北京.", BleuTokenize::kZh) == Strings{"北", "京", "."});
   CHECK(bleu_tokenize("").empty());
   REQUIRE_THROWS_AS(bleu_tokenize("a\x80"), Utf8Error);
 }
@@ -82,7 +81,8 @@ TEST_CASE("BLEU: hand-computed scores, and swapping hypothesis and reference mat
     CHECK(s.totals == std::array<int64_t, 4>{6, 5, 4, 3});
     CHECK(s.score == Approx(53.7285).epsilon(1e-5));
     CHECK(s.to_string() ==
-          "BLEU = 53.73 83.3/60.0/50.0/33.3 (BP = 1.000 ratio = 1.000 hyp_len = 6 ref_len = 6)");
+          "BLEU = 53.73 83.3/60.0/50.0/33.3 (BP = 1.000 ratio = 1.000 hyp_len = 6 ref_len = 6) "
+          "tok:13a");
   }
   SECTION("a short hypothesis pays the brevity penalty; swapped, it does not") {
     const std::string seven = "the cat sat on the red mat";  // 7 tokens
@@ -155,6 +155,11 @@ TEST_CASE("chrF: hand-computed scores (Popovic 2015, beta = 2, n = 1..6)", "[dat
   };
   CHECK(chrf("the cat", "the cat").score == Approx(100.0));
   CHECK(chrf("a b", "ab").score == Approx(100.0));  // whitespace is removed first
+  // ... whitespace as Python's str.split sees it, U+001C too (as sacreBLEU removes it)
+  CHECK(chrf("a\x1C"
+             "b\u00A0c",
+             "abc")
+            .score == Approx(100.0));
   CHECK(chrf("", "ab").score == 0);
   // "ab" vs "ac": n = 1: 1 of 2 match (P = R = 1/2); n = 2: "ab" vs "ac" (P = R = 0);
   // n >= 3: no n-grams, left out. chrP = chrR = 1/4, F = 5 * (1/16) / (5/4) = 1/4.
@@ -181,6 +186,9 @@ TEST_CASE("chrF: hand-computed scores (Popovic 2015, beta = 2, n = 1..6)", "[dat
   CHECK(umlaut.precision == Approx(32.6667).epsilon(1e-5));
   CHECK(umlaut.recall == Approx(26.3333).epsilon(1e-5));
   CHECK(umlaut.score == Approx(27.3956).epsilon(1e-5));
+  // Chinese, one code point per character: "我爱你" vs "我爱他": n=1: 2 of 3; n=2: 1 of 2 (我爱);
+  // n=3: 0 of 1. chrP = chrR = (2/3 + 1/2 + 0) / 3 = 7/18, so F = 7/18 = 38.8889.
+  CHECK(chrf("我爱你", "我爱他").score == Approx(100.0 * 7 / 18));
 }
 
 TEST_CASE("chrF sums n-gram counts over the corpus before dividing", "[data][chrf]") {
