@@ -3,10 +3,10 @@
 
 scripts/mo_pairs.py reads the message catalogs installed, so its pairs depend on the machine.
 This script makes the corpus the README reports instead, whatever is installed: it downloads
-the fixed list of Debian 12 (bookworm) packages whose catalogs made it (scripts/corpus/
-LANG.packages) into a cache, without installing them, takes their LANG catalogs out into a
-directory of its own, runs mo_pairs.py's filters and split on them, writes OUT/LANG/MANIFEST
-and compares it with the committed one (scripts/corpus/LANG.ARCH.manifest):
+the fixed list of Debian 12 (bookworm) packages whose catalogs made it
+(scripts/corpus/LANG.packages) into a cache, without installing them, takes their LANG
+catalogs out into a directory of its own, runs mo_pairs.py's filters and split on them, writes
+OUT/LANG/MANIFEST and compares it with the committed one (scripts/corpus/LANG.ARCH.manifest):
 
     python3 scripts/corpus.py de zh_CN       # out/de/{train,dev,test}.tsv, out/de/MANIFEST, ...
 
@@ -47,7 +47,9 @@ class Failure(Exception):
 def read_package_list(path):
     """[(name, version)] from lines "NAME VERSION  # comment"."""
     if not os.path.exists(path):
-        raise Failure(f"no package list {path}")
+        known = sorted(os.path.basename(p)[:-len(".packages")]
+                       for p in glob.glob(os.path.join(os.path.dirname(path), "*.packages")))
+        raise Failure(f"no package list {path}: the languages with one are {', '.join(known) or 'none'}")
     packages = []
     with open(path, encoding="utf-8") as f:
         for number, line in enumerate(f, 1):
@@ -74,8 +76,8 @@ def sha256_of(path):
 
 
 class PrivateApt:
-    """apt-get with its own sources (Debian 12's three suites), lists and cache under DIR, for
-    one architecture: the system's apt state is neither read nor written."""
+    """apt-get with its own sources (Debian 12's three suites), lists, status and cache under
+    DIR, for one architecture: the system's are neither read nor written."""
 
     def __init__(self, directory, arch, mirror):
         self.directory = os.path.abspath(directory)
@@ -197,20 +199,24 @@ def extract_catalogs(debs, languages_of, locale_dir):
     owners = {lang: {} for lang in languages}
     for deb in debs:
         unpack = subprocess.Popen(["dpkg-deb", "--fsys-tarfile", deb["path"]], stdout=subprocess.PIPE)
-        with tarfile.open(fileobj=unpack.stdout, mode="r|") as archive:
-            for member in archive:
-                match = wanted.match(member.name)
-                if match and match.group(1) in languages_of[deb["name"]]:
-                    lang, file_name = match.groups()
-                    target_dir = os.path.join(locale_dir, lang, "LC_MESSAGES")
-                    owners[lang][file_name] = extract_one(archive, member, target_dir, file_name, deb,
-                                                          owners[lang])
+        try:
+            with tarfile.open(fileobj=unpack.stdout, mode="r|") as archive:
+                for member in archive:
+                    match = wanted.match(member.name)
+                    if match and match.group(1) in languages_of[deb["name"]]:
+                        lang, file_name = match.groups()
+                        target_dir = os.path.join(locale_dir, lang, "LC_MESSAGES")
+                        owners[lang][file_name] = extract_one(archive, member, target_dir, file_name, deb,
+                                                              owners[lang])
+        except tarfile.TarError:
+            pass  # dpkg-deb failed too, said below
         if unpack.wait() != 0:
             raise Failure(f"dpkg-deb could not read {deb['path']} (remove it from the cache and run again)")
     return owners
 
 
 def extract_one(archive, member, target_dir, file_name, deb, owners):
+    """Writes one catalog (a file, or a symbolic link beside it); returns (package, link target)."""
     if file_name in owners:
         raise Failure(f"{file_name} is in two packages: {owners[file_name][0]} and {deb['name']}")
     path = os.path.join(target_dir, file_name)
@@ -219,7 +225,7 @@ def extract_one(archive, member, target_dir, file_name, deb, owners):
             raise Failure(f"{deb['name']}: {file_name} links outside its directory ({member.linkname})")
         os.symlink(member.linkname, path)
         return (deb["name"], member.linkname)
-    if member.islnk():
+    if member.islnk():  # a hard link to a catalog taken before, in the same directory
         shutil.copyfile(os.path.join(target_dir, os.path.basename(member.linkname)), path)
     elif member.isfile():
         with open(path, "wb") as f:
