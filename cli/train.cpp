@@ -695,19 +695,23 @@ void choose_recipe(TrainOptions& o, const TextPairs& text) {
   if (o.minutes == 0) fit_recipe_to_steps(o);  // --minutes does once it knows the steps
 }
 
-// --minutes: the steps that fit, from the speed of the first batches; the run is then the one
-// --steps gives.
-void plan_steps(TrainOptions& o, Transformer& model, data::BatchSource& batches) {
+// --minutes: the steps that fit, from the speed of whole steps on the first batches (timed on
+// a stand-in model, at a constant rate: the rate does not change the time); the run is then the
+// one --steps gives.
+void plan_steps(TrainOptions& o, data::BatchSource& batches, const TransformerConfig& config) {
   if (o.minutes > 0) {
-    const training::StepTiming timing =
-        training::time_steps(model, batches, [&](const data::Batch& b) {
-          return training::teacher_forced_loss(model, b, o.label_smoothing);
+    TrainOptions timing_options = o;
+    timing_options.schedule = "constant";
+    const training::StepTiming timing = training::time_steps(
+        config, batches, [&](const Transformer& m) { return make_trainer(timing_options, m); },
+        [&](Transformer& m, const data::Batch& b) {
+          return training::teacher_forced_loss(m, b, o.label_smoothing);
         });
     o.steps = training::steps_for_minutes(o.minutes, timing, o.recipe ? 2 : o.warmup + 1);
     fit_recipe_to_steps(o);
     fmt::print(stderr,
-               "--minutes {}: {:.3f} s a step (forward and backward, {} batches timed), so {} "
-               "steps, {} of them warm-up; --steps {} repeats this run exactly\n",
+               "--minutes {}: {:.3f} s a step ({} steps timed), so {} steps, {} of them "
+               "warm-up; --steps {} repeats this run exactly\n",
                o.minutes, timing.seconds_per_step, timing.timed, o.steps, o.warmup, o.steps);
   }
   if (o.schedule_steps == 0) o.schedule_steps = o.steps;
@@ -738,7 +742,7 @@ int run_train(const TrainOptions& options) {
   const std::filesystem::path save_dir = std::filesystem::path(o.save).parent_path();
   if (!save_dir.empty()) std::filesystem::create_directories(save_dir);
   model.train();
-  if (!resumed) plan_steps(o, model, batches);
+  if (!resumed) plan_steps(o, batches, model.config);
 
   training::Trainer trainer = make_trainer(o, model);
   TrainRun run(o, learner, trainer, batches, checks);

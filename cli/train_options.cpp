@@ -121,7 +121,8 @@ std::string apply_recipe(const training::TextRecipe& recipe, TrainOptions& o) {
   choose("label-smoothing", o.label_smoothing, recipe.label_smoothing,
          fmt::format("label smoothing {}", recipe.label_smoothing));
   choose("schedule", o.schedule, recipe.schedule, fmt::format("{} schedule", recipe.schedule));
-  choose("lr", o.lr, recipe.peak_lr, fmt::format("peak rate {}", recipe.peak_lr));
+  const float peak = training::peak_lr_for(o.model.d_model);  // the width the run will have
+  choose("lr", o.lr, peak, fmt::format("peak rate {:.3g}", peak));
   choose("warmup", o.warmup, recipe.warmup,
          fmt::format("warm-up {} steps (at most a tenth of the run)", recipe.warmup));
   choose("batch-tokens", o.batch_tokens, recipe.batch_tokens,

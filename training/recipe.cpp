@@ -27,6 +27,10 @@ CorpusFacts corpus_facts(const data::SentencePairsFile& train) {
   return facts;
 }
 
+float peak_lr_for(int64_t d_model) {
+  return static_cast<float>(2e-3 * std::sqrt(128.0 / static_cast<double>(d_model)));
+}
+
 std::optional<TextRecipe> text_recipe(const CorpusFacts& facts) {
   if (facts.distinct_words < kRealTextWords) return std::nullopt;
   // Every character gets a token, then about 8 sqrt(words) merges: 3,700 for the 210,000
@@ -36,20 +40,20 @@ std::optional<TextRecipe> text_recipe(const CorpusFacts& facts) {
   const auto merges =
       static_cast<int64_t>(std::lround(8.0 * std::sqrt(static_cast<double>(facts.words))));
   return TextRecipe{.model = {.vocab_size = 0,
-                              .d_model = 256,
-                              .d_ff = 1024,
+                              .d_model = 128,
+                              .d_ff = 512,
                               .heads = 4,
-                              .encoder_layers = 3,
-                              .decoder_layers = 3,
+                              .encoder_layers = 2,
+                              .decoder_layers = 2,
                               .max_len = 256,
-                              .dropout = 0.3f,
+                              .dropout = 0.1f,
                               .norm_first = true},
                     .vocab_size = (base + merges + 99) / 100 * 100,
                     .schedule = "cosine",
-                    .peak_lr = 1e-3f,
-                    .warmup = 150,
+                    .peak_lr = peak_lr_for(128),
+                    .warmup = 200,
                     .label_smoothing = 0.1f,
-                    .batch_tokens = 2000,
+                    .batch_tokens = 1000,
                     .average = 5,
                     .checks = 10};
 }

@@ -36,7 +36,7 @@ struct TextRecipe {
   TransformerConfig model;  // vocab_size 0: the tokenizer's size
   int64_t vocab_size = 0;   // byte-pair vocabulary, specials and bytes included
   std::string schedule = "cosine";
-  float peak_lr = 0.0f;
+  float peak_lr = 0.0f;  // for model.d_model; peak_lr_for gives it for another width
   int64_t warmup = 0;
   float label_smoothing = 0.0f;
   int64_t batch_tokens = 0;  // padded target tokens per batch
@@ -51,5 +51,10 @@ struct TextRecipe {
 // included).
 inline constexpr int64_t kRealTextWords = 2000;
 std::optional<TextRecipe> text_recipe(const CorpusFacts& facts);
+
+// The recipe's peak learning rate for a model of width d_model: 2e-3 at 128, falling as
+// 1/sqrt(d_model) as §5.3's schedule does: 1.4e-3 at 256, 1e-3 at 512 (the paper's base model
+// peaks at 512^-0.5 * 4000^-0.5 = 7.0e-4, post-norm; pre-norm takes a higher rate).
+float peak_lr_for(int64_t d_model);
 
 }  // namespace gf::training

@@ -829,8 +829,8 @@ TEST_CASE("train --task translate on real text follows the recipe and keeps the 
   INFO(r);
   REQUIRE(r.status == 0);
   CHECK_THAT(r.err, Contains("recipe for 1200 pairs of 7200 words ("));
-  CHECK_THAT(r.err, Contains("pre-norm, dropout 0.3, label smoothing 0.1, cosine schedule"));
-  CHECK_THAT(r.err, Contains("warm-up 150 steps (at most a tenth of the run)"));
+  CHECK_THAT(r.err, Contains("pre-norm, dropout 0.1, label smoothing 0.1, cosine schedule"));
+  CHECK_THAT(r.err, Contains("warm-up 200 steps (at most a tenth of the run)"));
   CHECK_THAT(r.err, Contains("\nstep 4: BLEU "));  // ten checks: every 4 steps
   CHECK_THAT(r.err, Contains("\nstep 36: BLEU "));
   CHECK_THAT(r.out, Contains("BLEU on 30 dev pairs (greedy): the last step's weights (40) "));

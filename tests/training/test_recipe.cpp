@@ -70,6 +70,9 @@ TEST_CASE("the recipe is for real text and sizes the vocabulary to the corpus",
   CHECK(german->vocab_size == 4100);
   CHECK(german->model.norm_first);
   CHECK(german->schedule == "cosine");
+  CHECK(german->peak_lr == Approx(2e-3));
+  CHECK(peak_lr_for(512) == Approx(1e-3));  // four times the width, half the rate
+  CHECK(peak_lr_for(256) == Approx(2e-3 / std::sqrt(2.0)));
   // Chinese: 2010 characters each get a token before any merge.
   const auto chinese =
       text_recipe({.pairs = 21945, .words = 122935, .distinct_words = 40000, .characters = 2010});
@@ -85,11 +88,14 @@ TEST_CASE("timing steps for a budget leaves the run as it would have been, bit f
   untimed.train();
   data::BatchSource batches_a = copy_batches(), batches_b = copy_batches();
   const StepTiming timing = time_steps(
-      timed, batches_a, [&](const data::Batch& b) { return teacher_forced_loss(timed, b, 0.1f); },
-      2, 3);
+      tiny(), batches_a,
+      [](const Transformer& m) {
+        return Trainer(nn::Optimizer(m.named_parameters(), nn::AdamConfig{}), constant(1e-3f));
+      },
+      [](Transformer& m, const data::Batch& b) { return teacher_forced_loss(m, b, 0.1f); }, 2, 3);
   CHECK(timing.timed == 3);
   CHECK(timing.seconds_per_step > 0.0);
-  // Same batches, same dropout masks, no gradient left over: the same losses.
+  // Same batches, same dropout masks, untouched weights: the same losses.
   CHECK(losses_of_steps(timed, batches_a, 4) == losses_of_steps(untimed, batches_b, 4));
 }
 
