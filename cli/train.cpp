@@ -570,7 +570,9 @@ class TrainRun {
 
   // The weights the checkpoint gets: the last step's, the best check's, or the average of the
   // last checkpoints, whichever has the highest BLEU on the check pairs (the last on a tie).
-  // model_ keeps the last step's weights, which the training state continues from.
+  // model_ keeps the last step's weights, which the training state continues from. The best
+  // check and the average are held in memory, not in the training state: a resumed run chooses
+  // among those taken after it resumed.
   struct Choice {
     std::string name = "the last step's weights";
     nn::NamedTensors weights;  // empty: the last step's
