@@ -1,9 +1,6 @@
 #include "training/averaging.h"
 
-#include <fmt/format.h>
-
-#include <algorithm>
-#include <stdexcept>
+#include "nn/checkpoint.h"
 
 namespace gf::training {
 
@@ -15,19 +12,7 @@ nn::NamedTensors copy_weights(const nn::Module& model) {
 }
 
 void load_weights(nn::Module& model, const nn::NamedTensors& weights) {
-  const nn::NamedTensors parameters = model.named_parameters();
-  if (parameters.size() != weights.size())
-    throw std::invalid_argument(fmt::format("load_weights: {} tensors for a model of {}",
-                                            weights.size(), parameters.size()));
-  for (size_t i = 0; i < parameters.size(); ++i) {
-    const auto& [name, parameter] = parameters[i];
-    const auto& [weight_name, weight] = weights[i];
-    if (name != weight_name || parameter.shape() != weight.shape())
-      throw std::invalid_argument(fmt::format("load_weights: {} {} does not fit {} {}", weight_name,
-                                              weight.shape(), name, parameter.shape()));
-    Tensor target = parameter;  // a handle to the model's own storage
-    std::copy_n(weight.data(), weight.numel(), target.data());
-  }
+  nn::load_checkpoint({.tensors = weights, .metadata = {}}, "weights kept in memory", model);
 }
 
 // mean += (x - mean) / n: each weight's mean after n models, without a sum that could grow.

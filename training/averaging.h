@@ -13,8 +13,9 @@ namespace gf::training {
 
 // A copy of a model's weights, by parameter name.
 nn::NamedTensors copy_weights(const nn::Module& model);
-// Puts weights (from copy_weights of a model of the same configuration) into model.
-// Throws std::invalid_argument when a name or shape differs.
+// Puts weights (from copy_weights of a model of the same configuration) into model, with the
+// checks of nn::load_checkpoint: a FormatError "checkpoint: weights kept in memory: ..." when a
+// name or shape differs, and the model unchanged.
 void load_weights(nn::Module& model, const nn::NamedTensors& weights);
 
 // The running mean of the weights it is given.

@@ -867,4 +867,12 @@ TEST_CASE("train --minutes plans a number of steps, and --steps with it repeats 
   INFO(repeated);
   REQUIRE(repeated.status == 0);
   CHECK(read_file(dir / "a.safetensors") == read_file(dir / "b.safetensors"));
+
+  const Result resumed =
+      transformer(Args{"train", "--resume", (dir / "a.safetensors").string(), "--steps",
+                       std::to_string(std::stoll(steps) + 10), "--minutes", "1"});
+  INFO(resumed);
+  CHECK(resumed.status != 0);
+  CHECK_THAT(resumed.err, Contains("--minutes plans a new run; to continue one with --resume, give "
+                                   "--steps, the total to reach"));
 }
