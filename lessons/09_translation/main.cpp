@@ -1072,8 +1072,8 @@ void the_runs_page(const Setup& s, uint64_t seed, const RandomRun& run,
   const std::string path = out_dir + kDir + "run.html";
   viz::write_run_page(page, path);
   const bool written = std::filesystem::exists(path) && std::filesystem::file_size(path) > 0;
-  fmt::print("  wrote {} ({:.0f} kB): open it in a browser\n\n", path,
-             written ? static_cast<double>(std::filesystem::file_size(path)) / 1000.0 : 0.0);
+  // No size in kB: the page records how long the run took, so its size varies between runs.
+  fmt::print("  wrote {}: open it in a browser\n\n", path);
   check(written, fmt::format("the run's page is written to {}", path));
 
   const training::PageHistory& h = run.history;
