@@ -108,6 +108,14 @@ void add_train_model(CLI::App& t, TrainOptions& o) {
              "One matrix for both embeddings and the output projection (§3.4; the default)")
       ->capture_default_str();
   t.add_flag("--norm-first", o.model.norm_first, "Pre-norm layers (not in the paper)");
+  // CLI11 checks the value against the list before it calls the function.
+  t.add_option_function<std::string>(
+       "--positions",
+       [&model = o.model](const std::string& kind) { model.learned_positions = kind == "learned"; },
+       "sinusoidal (§3.5) or learned: a trained table of --max-len positions, the paper's "
+       "Table 3, row (E)")
+      ->default_str("sinusoidal")
+      ->check(CLI::IsMember({"sinusoidal", "learned"}));
   t.add_option("--dropout", o.model.dropout, "Dropout rate (§5.4 uses 0.1)")->capture_default_str();
 }
 

@@ -116,6 +116,8 @@ std::string apply_recipe(const training::TextRecipe& recipe, TrainOptions& o) {
     chosen.push_back(fmt::format("layers {}+{}", m.encoder_layers, m.decoder_layers));
   }
   choose("max-len", o.model.max_len, m.max_len, fmt::format("max-len {}", m.max_len));
+  choose("positions", o.model.learned_positions, m.learned_positions,
+         m.learned_positions ? "learned positions" : "sinusoidal positions");
   choose("norm-first", o.model.norm_first, m.norm_first, m.norm_first ? "pre-norm" : "post-norm");
   choose("dropout", o.model.dropout, m.dropout, fmt::format("dropout {}", m.dropout));
   choose("label-smoothing", o.label_smoothing, recipe.label_smoothing,

@@ -42,19 +42,34 @@ void TransformerConfig::validate() const {
 }
 
 std::map<std::string, std::string> TransformerConfig::to_metadata() const {
-  return {{"vocab_size", std::to_string(vocab_size)},
-          {"d_model", std::to_string(d_model)},
-          {"d_ff", std::to_string(d_ff)},
-          {"heads", std::to_string(heads)},
-          {"encoder_layers", std::to_string(encoder_layers)},
-          {"decoder_layers", std::to_string(decoder_layers)},
-          {"max_len", std::to_string(max_len)},
-          {"norm_eps", fmt::format("{}", norm_eps)},  // shortest text that reads back exactly
-          {"norm_first", norm_first ? "true" : "false"},
-          {"tied", tied ? "true" : "false"},
-          {"pad_id", std::to_string(pad_id)},
-          {"bos_id", std::to_string(bos_id)},
-          {"eos_id", std::to_string(eos_id)}};
+  std::map<std::string, std::string> m = {
+      {"vocab_size", std::to_string(vocab_size)},
+      {"d_model", std::to_string(d_model)},
+      {"d_ff", std::to_string(d_ff)},
+      {"heads", std::to_string(heads)},
+      {"encoder_layers", std::to_string(encoder_layers)},
+      {"decoder_layers", std::to_string(decoder_layers)},
+      {"max_len", std::to_string(max_len)},
+      {"norm_eps", fmt::format("{}", norm_eps)},  // shortest text that reads back exactly
+      {"norm_first", norm_first ? "true" : "false"},
+      {"tied", tied ? "true" : "false"},
+      {"pad_id", std::to_string(pad_id)},
+      {"bos_id", std::to_string(bos_id)},
+      {"eos_id", std::to_string(eos_id)}};
+  // Written only when learned, so that a sinusoidal model's file is what it always was.
+  if (learned_positions) m["positions"] = "learned";
+  return m;
+}
+
+// "positions": absent (every file before the option) or "sinusoidal", or "learned".
+static bool learned_positions_of(const std::map<std::string, std::string>& m,
+                                 const std::string& source) {
+  const auto it = m.find("positions");
+  if (it == m.end() || it->second == "sinusoidal") return false;
+  if (it->second == "learned") return true;
+  throw FormatError(
+      fmt::format("checkpoint: {}: metadata \"positions\" is \"{}\", not sinusoidal or learned",
+                  source, it->second));
 }
 
 TransformerConfig TransformerConfig::from_metadata(const std::map<std::string, std::string>& m,
@@ -77,6 +92,7 @@ TransformerConfig TransformerConfig::from_metadata(const std::map<std::string, s
   c.norm_eps = nn::metadata_float(m, "norm_eps", source);
   c.norm_first = nn::metadata_bool(m, "norm_first", source);
   c.tied = nn::metadata_bool(m, "tied", source);
+  c.learned_positions = learned_positions_of(m, source);
   c.pad_id = id("pad_id");
   c.bos_id = id("bos_id");
   c.eos_id = id("eos_id");
@@ -106,9 +122,34 @@ static int64_t tensor_count(const TransformerConfig& c) {
          (c.decoder_layers - 1) * count(*model.decoder.layers[0]);
 }
 
+// The position table and the metadata's "positions" must agree, said plainly: a count that is
+// off by one would not tell the reader why.
+static void check_positions(const nn::SafetensorsFile& file, const TransformerConfig& c,
+                            const std::string& source) {
+  const auto it = std::ranges::find_if(
+      file.tensors, [](const auto& named) { return named.first == "pos_embed.weight"; });
+  const bool has_table = it != file.tensors.end();
+  if (c.learned_positions && !has_table)
+    throw FormatError(fmt::format(
+        "checkpoint: {}: metadata \"positions\" is \"learned\", but the file holds no tensor "
+        "\"pos_embed.weight\"",
+        source));
+  if (!c.learned_positions && has_table)
+    throw FormatError(fmt::format(
+        "checkpoint: {}: holds the learned position table \"pos_embed.weight\", but its "
+        "metadata lacks \"positions\": \"learned\"",
+        source));
+  if (has_table && !(it->second.shape() == Shape{c.max_len, c.d_model}))
+    throw FormatError(fmt::format(
+        "checkpoint: {}: tensor \"pos_embed.weight\" has shape {}, but the metadata says max_len "
+        "{} and d_model {}",
+        source, it->second.shape(), c.max_len, c.d_model));
+}
+
 TransformerConfig TransformerConfig::from_checkpoint(const nn::SafetensorsFile& file,
                                                      const std::string& source) {
   const TransformerConfig c = from_metadata(file.metadata, source);
+  check_positions(file, c, source);
   // The metadata decides how big a model gets built, so it is checked against the tensors
   // first: a corrupt header must not make us allocate a model the file cannot fill.
   // Every layer holds tensors of its own, so more layers than the file has tensors cannot
@@ -118,11 +159,11 @@ TransformerConfig TransformerConfig::from_checkpoint(const nn::SafetensorsFile& 
   if (too_many_layers || tensors != tensor_count(c))
     throw FormatError(fmt::format(
         "checkpoint: {}: holds {} tensors, but its metadata describes a model of {} ({} + {} "
-        "layers{}{})",
+        "layers{}{}{})",
         source, tensors,
         too_many_layers ? fmt::format("more than {}", tensors) : std::to_string(tensor_count(c)),
         c.encoder_layers, c.decoder_layers, c.tied ? ", tied" : "",
-        c.norm_first ? ", pre-norm" : ""));
+        c.norm_first ? ", pre-norm" : "", c.learned_positions ? ", learned positions" : ""));
   const std::string embedding = c.tied ? "embed.weight" : "src_embed.weight";
   for (const auto& [name, tensor] : file.tensors)
     if (name == embedding && !(tensor.shape() == Shape{c.vocab_size, c.d_model}))
@@ -257,6 +298,8 @@ Transformer::Transformer(const TransformerConfig& c, Rng& rng)
       decoder(c, rng),
       generator(c.tied ? nullptr
                        : std::make_unique<nn::Linear>(c.d_model, c.vocab_size, rng, false)),
+      pos_embed(c.learned_positions ? std::make_unique<nn::Embedding>(c.max_len, c.d_model, rng)
+                                    : nullptr),
       positions_(c.max_len, c.d_model),
       dropout_(c.dropout, rng) {
   if (c.tied) {
@@ -268,10 +311,12 @@ Transformer::Transformer(const TransformerConfig& c, Rng& rng)
   register_module("encoder", encoder);
   register_module("decoder", decoder);
   if (!c.tied) register_module("generator", *generator);
+  if (pos_embed) register_module("pos_embed", *pos_embed);
   register_module("dropout", dropout_);
 }
 
-// Embedding * sqrt(d_model) + PE, then dropout (§3.4, §3.5, §5.4). The paper gives no reason
+// Embedding * sqrt(d_model) + PE, then dropout (§3.4, §3.5, §5.4); PE is the sinusoid table's
+// rows, or with learned_positions pos_embed's (Table 3, row (E)). The paper gives no reason
 // for the scale. Xavier-initialised embeddings have entries of about sqrt(2 / (V + D)),
 // far below the positional codes' sines and cosines of size ~1, so unscaled, the positions
 // would drown the tokens; with tied weights the same matrix is the output projection, where
@@ -284,7 +329,20 @@ Tensor Transformer::embed_tokens(const nn::Embedding& table, const IndexTensor& 
   const Tensor tokens = table.forward(ids);
   const Tensor scaled =
       config.scale_embeddings ? tokens * std::sqrt(static_cast<float>(config.d_model)) : tokens;
-  return dropout_.forward(scaled + positions_.rows(offset, ids.shape()[1]));
+  const int64_t length = ids.shape()[1];
+  return dropout_.forward(
+      scaled + (pos_embed ? learned_rows(offset, length) : positions_.rows(offset, length)));
+}
+
+// Rows offset .. offset + length - 1 of pos_embed: a slice, so the gradient reaches exactly
+// the rows used.
+Tensor Transformer::learned_rows(int64_t offset, int64_t length) const {
+  const int64_t max_len = pos_embed->weight.dim(0);
+  if (offset < 0 || length < 0 || offset + length > max_len)
+    throw IndexError(
+        fmt::format("learned positions: positions {} to {} exceed max_len {} (raise max_len)",
+                    offset, offset + length - 1, max_len));
+  return slice(pos_embed->weight, 0, offset, offset + length);
 }
 
 Tensor Transformer::encode(const IndexTensor& src, const Tensor& src_mask) {

@@ -12,6 +12,12 @@
 // the vocabulary with no bias; with `tied`, one matrix serves as source embedding, target
 // embedding and generator (§3.4).
 //
+// learned_positions = true replaces the sinusoids by a trained table, the parameter
+// pos_embed.weight [max_len, D] (xavier-initialised like the other embeddings), shared by
+// encoder and decoder as the sinusoid table is: the alternative the paper compares in
+// Table 3, row (E), after Gehring et al. 2017. A checkpoint of such a model has the metadata
+// "positions": "learned" and the extra tensor (docs/checkpoint-format.md).
+//
 // norm_first = true moves each LayerNorm in front of its sub-layer (pre-norm, not in the
 // paper: it trains deep stacks more easily) and adds a final LayerNorm to each stack.
 //
@@ -47,6 +53,10 @@ struct TransformerConfig {
   float norm_eps = 1e-5f;
   bool norm_first = false;
   bool tied = true;
+  // A learned table of max_len x d_model position embeddings (the parameter pos_embed.weight)
+  // in place of the sinusoids, one shared by encoder and decoder as the sinusoid table is:
+  // Table 3, row (E), after Gehring et al. 2017. The paper found "nearly identical results".
+  bool learned_positions = false;
   // Multiply the embeddings by sqrt(d_model) before the positions are added (§3.4). Off only
   // to measure what the scale does (lesson 06). Not saved in a checkpoint: a loaded model
   // always scales, so a checkpoint assumes this default.
@@ -143,14 +153,17 @@ class Transformer : public nn::Module {
 
   const TransformerConfig config;
 
-  // Parameters: embed (tied) or src_embed, tgt_embed and generator (untied).
+  // Parameters: embed (tied) or src_embed, tgt_embed and generator (untied); pos_embed with
+  // learned_positions.
   std::unique_ptr<nn::Embedding> embed, src_embed, tgt_embed;
   Encoder encoder;
   Decoder decoder;
-  std::unique_ptr<nn::Linear> generator;  // [V, D], no bias; absent when tied
+  std::unique_ptr<nn::Linear> generator;     // [V, D], no bias; absent when tied
+  std::unique_ptr<nn::Embedding> pos_embed;  // [max_len, D]; only with learned_positions
 
  private:
   Tensor embed_tokens(const nn::Embedding& table, const IndexTensor& ids, int64_t offset);
+  Tensor learned_rows(int64_t offset, int64_t length) const;
   nn::PositionalEncoding positions_;
   nn::Dropout dropout_;
 };

@@ -236,6 +236,8 @@ viz::Facts model_facts(const Transformer& model) {
           {"layers", fmt::format("{} encoder, {} decoder", c.encoder_layers, c.decoder_layers)},
           {"vocabulary", fmt::format("{}{}", c.vocab_size, c.tied ? ", embeddings tied" : "")},
           {"normalisation", c.norm_first ? "pre-norm" : "post-norm (as in the paper)"},
+          {"positions",
+           c.learned_positions ? "learned (Table 3, row (E))" : "sinusoidal (as in the paper)"},
           {"max_len", fmt::format("{}", c.max_len)}};
 }
 

@@ -178,7 +178,7 @@ TEST_CASE("help for the command and each subcommand names the main flags", "[cli
       {{"train", "--help"},
        {"--task", "--pairs", "--init", "--layers", "--d-model", "--d-ff", "--heads", "--steps",
         "--batch", "--seed", "--threads", "--save", "--data", "--dev", "--split", "--tokenizer",
-        "--vocab-size", "--batch-tokens"}},
+        "--vocab-size", "--batch-tokens", "--positions"}},
       {{"score", "--help"}, {"--ckpt", "--pairs"}},
       {{"decode", "--help"}, {"--ckpt", "--beam", "--length-penalty", "--max-len"}},
       {{"attention", "--help"}, {"--ckpt", "--src", "--tgt", "--out", "--font"}},
@@ -389,6 +389,45 @@ TEST_CASE("train --init keeps --dropout since the checkpoint does not store it",
     return read_file(dir / name);
   };
   CHECK(fine_tune("0", "a.safetensors") != fine_tune("0.3", "b.safetensors"));
+}
+
+TEST_CASE("train --positions learned writes a checkpoint with the learned table",
+          "[cli][train][positions]") {
+  TempDir dir;
+  const fs::path ckpt = dir / "learned.safetensors";
+  const Result r = transformer(words("train --task copy --positions learned --steps 5 --batch 8 "
+                                     "--length 4 --layers 1 --d-model 16 --d-ff 16 --heads 2 "
+                                     "--max-len 20 --threads 2") +
+                               Args{"--save", ckpt.string()});
+  INFO(r);
+  REQUIRE(r.status == 0);
+  const gf::nn::SafetensorsFile file = gf::nn::load_safetensors(ckpt.string());
+  CHECK(file.metadata.at("positions") == "learned");
+  bool has_table = false;
+  for (const auto& [name, tensor] : file.tensors)
+    if (name == "pos_embed.weight") {
+      has_table = true;
+      CHECK(tensor.shape() == gf::Shape{20, 16});
+    }
+  CHECK(has_table);
+  CHECK(gf::TransformerConfig::from_checkpoint(file, ckpt.string()).learned_positions);
+  // The other commands load it, and decoding runs the cache over the learned rows.
+  const Result decoded = transformer(Args{"decode", "--ckpt", ckpt.string()}, "5 6 7 2\n");
+  INFO(decoded);
+  CHECK(decoded.status == 0);
+  CHECK(lines_of(decoded.out).size() == 1);
+
+  // Without the flag, sinusoids, and no "positions" key: the file is as it always was.
+  const fs::path plain = dir / "plain.safetensors";
+  REQUIRE(transformer(words("train --task copy --positions sinusoidal --steps 1 --batch 2 "
+                            "--length 3 --layers 1 --d-model 8 --d-ff 8 --heads 2") +
+                      Args{"--save", plain.string()})
+              .status == 0);
+  CHECK(gf::nn::load_safetensors(plain.string()).metadata.count("positions") == 0);
+
+  expect_refused(
+      {{{"train", "--positions", "banana"}, "--positions: banana not in {sinusoidal,learned}"},
+       {{"train", "--positions"}, "--positions: 1 required TEXT:{sinusoidal,learned} missing"}});
 }
 
 TEST_CASE("train --eval-every writes one plain line per check when stderr is a log",

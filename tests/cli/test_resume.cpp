@@ -180,6 +180,19 @@ TEST_CASE("train --resume continues the copy task bit for bit, dropout masks inc
   }
 }
 
+TEST_CASE("train --resume keeps learned positions and continues them bit for bit",
+          "[cli][resume][positions]") {
+  TempDir dir;
+  // The resumed run is given no --positions: the checkpoint's table and setting carry on.
+  check_resume_is_exact(words(kCopy + " --positions learned"), 12, 5, dir);
+  for (const char* name : {"split.safetensors", "straight.safetensors"}) {
+    INFO(name);
+    const gf::nn::SafetensorsFile file = gf::nn::load_safetensors(dir.file(name));
+    CHECK(file.metadata.at("positions") == "learned");
+    CHECK(gf::TransformerConfig::from_checkpoint(file, name).learned_positions);
+  }
+}
+
 // The page's snapshots and dev metric decode with dropout off and draw no random number the run
 // uses, so a run records them without changing a single loss or weight.
 TEST_CASE("recording the page's snapshots leaves the training unchanged", "[cli][resume]") {

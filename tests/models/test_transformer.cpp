@@ -1,8 +1,13 @@
 // The Transformer: parameter names as the checkpoint contract spells them, shapes, masks,
 // the causal property, decoding, and a short training run on the copy task.
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <set>
+#include <vector>
 
+#include "autograd/errors.h"
+#include "autograd/gradcheck.h"
 #include "autograd/graph.h"
 #include "autograd/ops.h"
 #include "models/decode.h"
@@ -336,4 +341,237 @@ TEST_CASE("searching past the first beam finished hypotheses never ends with a w
     better += b.score > a.score;
   }
   CHECK(better > 0);  // the test would not notice a rule that changed nothing
+}
+
+// ---- Learned positions (Table 3, row (E)) ---------------------------------------------------
+
+namespace {
+
+TransformerConfig tiny_learned(bool tied = true, bool norm_first = false) {
+  TransformerConfig c = tiny(tied, norm_first);
+  c.learned_positions = true;
+  return c;
+}
+
+// The decoder's logits [B, T, V] for tgt_in, computed one position at a time with the key/value
+// cache, as decoding computes them.
+Tensor cached_logits(Transformer& model, const IndexTensor& src, const IndexTensor& tgt_in) {
+  const int64_t batch = tgt_in.shape()[0], length = tgt_in.shape()[1];
+  const Tensor src_mask = nn::padding_mask(src, model.config.pad_id);
+  const Tensor memory = model.encode(src, src_mask);
+  std::vector<DecoderLayerCache> cache;
+  std::vector<Tensor> steps;
+  for (int64_t t = 0; t < length; ++t) {
+    std::vector<int32_t> column;
+    for (int64_t b = 0; b < batch; ++b) column.push_back(tgt_in.at({b, t}));
+    steps.push_back(model.generate(
+        model.decode(IndexTensor::from({batch, 1}, column), memory, src_mask, {}, &cache, t)));
+  }
+  return concat(steps, 1);
+}
+
+}  // namespace
+
+TEST_CASE("learned positions add one parameter, pos_embed.weight [max_len, d_model]",
+          "[models][transformer][positions]") {
+  Rng rng(21);
+  const Transformer sinusoidal(tiny(), rng);
+  CHECK(sinusoidal.pos_embed == nullptr);
+  for (const bool tied : {true, false}) {
+    INFO("tied " << tied);
+    const Transformer learned(tiny_learned(tied, !tied), rng);
+    const Transformer plain(tiny(tied, !tied), rng);
+    REQUIRE(learned.pos_embed != nullptr);
+    std::set<std::string> expected = names_of(plain);
+    expected.insert("pos_embed.weight");
+    CHECK(names_of(learned) == expected);
+    const nn::NamedTensors named = learned.named_parameters();
+    const auto it =
+        std::ranges::find_if(named, [](const auto& p) { return p.first == "pos_embed.weight"; });
+    REQUIRE(it != named.end());
+    CHECK(it->second.shape() == Shape{32, 16});
+    CHECK(learned.parameter_count() == plain.parameter_count() + 32 * 16);
+    // Initialised as every nn::Embedding: xavier uniform, within sqrt(6 / (max_len + D)).
+    const float bound = std::sqrt(6.0f / (32 + 16));
+    const std::vector<float> w = it->second.to_vector();
+    CHECK(*std::ranges::max_element(w) <= bound);
+    CHECK(*std::ranges::min_element(w) >= -bound);
+    CHECK(*std::ranges::max_element(w) > bound / 2);
+  }
+}
+
+TEST_CASE("the learned table's gradient reaches exactly the positions used",
+          "[models][transformer][positions]") {
+  Rng rng(22);
+  Transformer model(tiny_learned(), rng);
+  // The source has 5 positions and the decoder input 3: rows 0 to 4 are used, by the encoder
+  // at least, and rows 5 to 31 by nothing.
+  const IndexTensor src = IndexTensor::from({2, 5}, {5, 6, 7, 8, 2, 9, 10, 2, 0, 0});
+  const IndexTensor tgt_in = IndexTensor::from({2, 3}, {1, 5, 6, 1, 9, 10});
+  const IndexTensor tgt_out = IndexTensor::from({2, 3}, {5, 6, 7, 9, 10, 2});
+  const Tensor loss = cross_entropy(model.forward(src, tgt_in), tgt_out, {.ignore_index = 0});
+  loss.backward();
+  const Tensor grad = model.pos_embed->weight.grad();
+  REQUIRE(grad.shape() == Shape{32, 16});
+  auto row_norm = [&](int64_t row) {
+    double sum = 0.0;
+    for (int64_t j = 0; j < 16; ++j) sum += std::abs(grad.at({row, j}));
+    return sum;
+  };
+  for (int64_t row = 0; row < 5; ++row) {
+    INFO("row " << row);
+    CHECK(row_norm(row) > 1e-6);
+  }
+  for (int64_t row = 5; row < 32; ++row) {
+    INFO("row " << row);
+    CHECK(row_norm(row) == 0.0);
+  }
+}
+
+TEST_CASE("the loss passes gradcheck with respect to the learned positions",
+          "[models][transformer][positions][gradcheck]") {
+  TransformerConfig c = tiny_learned();
+  c.max_len = 6;  // every element of the table is nudged twice: keep it small
+  Rng rng(23);
+  Transformer model(c, rng);
+  const IndexTensor src = IndexTensor::from({2, 5}, {5, 6, 7, 8, 2, 9, 10, 2, 0, 0});
+  const IndexTensor tgt_in = IndexTensor::from({2, 3}, {1, 5, 6, 1, 9, 10});
+  const IndexTensor tgt_out = IndexTensor::from({2, 3}, {5, 6, 7, 9, 10, 2});
+  const auto f = [&](const Tensors& v) {
+    model.pos_embed->weight = v[0];
+    return cross_entropy(model.forward(src, tgt_in), tgt_out, {.ignore_index = 0});
+  };
+  // A small step: the default (1e-2) straddles the kinks of the FFN's ReLUs and disagrees by
+  // 1e-3. At 3e-4 the largest difference is 2.6e-4 on gradients up to 3e-2, float32 rounding.
+  const GradcheckResult result =
+      gradcheck(f, {model.pos_embed->weight.detach()}, {.step = 3e-4, .atol = 5e-4});
+  INFO(result.report);
+  CHECK(result.checked == 6 * 16);
+  CHECK(result.ok);
+}
+
+TEST_CASE("learned positions past max_len are refused, naming max_len",
+          "[models][transformer][positions]") {
+  Rng rng(24);
+  Transformer model(tiny_learned(), rng);
+  REQUIRE_THROWS_AS(model.forward(IndexTensor::from({1, 40}, std::vector<int32_t>(40, 5)),
+                                  IndexTensor::from({1, 2}, {5, 5})),
+                    IndexError);
+  REQUIRE_THROWS_WITH(
+      model.forward(IndexTensor::from({1, 40}, std::vector<int32_t>(40, 5)),
+                    IndexTensor::from({1, 2}, {5, 5})),
+      Contains("learned positions: positions 0 to 39 exceed max_len 32 (raise max_len)"));
+  // A decoding step past the table, as a cache would ask for at offset 32.
+  const IndexTensor src = IndexTensor::from({1, 3}, {5, 6, 2});
+  const Tensor src_mask = nn::padding_mask(src, 0);
+  const Tensor memory = model.encode(src, src_mask);
+  std::vector<DecoderLayerCache> cache;
+  REQUIRE_THROWS_WITH(
+      model.decode(IndexTensor::from({1, 1}, {5}), memory, src_mask, {}, &cache, 32),
+      Contains("positions 32 to 32 exceed max_len 32"));
+}
+
+TEST_CASE("decoding with the cache gives the uncached logits, sinusoidal and learned positions",
+          "[models][decode][positions]") {
+  for (const bool learned : {false, true}) {
+    INFO((learned ? "learned" : "sinusoidal") << " positions");
+    Rng rng(25);
+    Transformer model(learned ? tiny_learned() : tiny(), rng);
+    model.eval();
+    NoGrad no_grad;
+    const IndexTensor src = IndexTensor::from({2, 6}, {5, 6, 7, 8, 9, 2, 10, 4, 3, 2, 0, 0});
+    const IndexTensor tgt_in = IndexTensor::from({2, 5}, {1, 5, 6, 7, 8, 1, 10, 4, 3, 2});
+    const Tensor whole = model.forward(src, tgt_in);
+    const Tensor stepped = cached_logits(model, src, tgt_in);
+    REQUIRE(stepped.shape() == whole.shape());
+    const std::vector<float> a = whole.to_vector(), b = stepped.to_vector();
+    for (size_t i = 0; i < a.size(); ++i) {
+      INFO("logit " << i);
+      CHECK(b[i] == Approx(a[i]).margin(1e-5));
+    }
+    // And so greedy decoding, which runs the cache, agrees with the uncached search.
+    CHECK(greedy_decode(model, src, {.max_len = 12}) ==
+          greedy_decode(model, src, {.max_len = 12, .use_cache = false}));
+  }
+}
+
+TEST_CASE("a learned-position model saved and reloaded keeps its table and its logits",
+          "[models][checkpoint][positions]") {
+  Rng rng(26);
+  Transformer model(tiny_learned(false, true), rng);
+  const IndexTensor src = IndexTensor::from({2, 4}, {5, 6, 7, 2, 8, 9, 2, 0});
+  const IndexTensor tgt = IndexTensor::from({2, 3}, {1, 5, 6, 1, 8, 0});
+  const Tensor before = model.forward(src, tgt);
+  const gf::testing::TempDir dir("models");
+  const auto metadata = model.config.to_metadata();
+  CHECK(metadata.at("positions") == "learned");
+  nn::save_checkpoint(dir.file("m.safetensors"), model, metadata);
+
+  const nn::SafetensorsFile file = nn::load_safetensors(dir.file("m.safetensors"));
+  const TransformerConfig config = TransformerConfig::from_checkpoint(file, "m.safetensors");
+  CHECK(config.learned_positions);
+  Rng other(123);
+  Transformer loaded(config, other);
+  nn::load_checkpoint(dir.file("m.safetensors"), loaded);
+  REQUIRE(loaded.pos_embed != nullptr);
+  CHECK(loaded.pos_embed->weight.to_vector() == model.pos_embed->weight.to_vector());
+  const Tensor after = loaded.forward(src, tgt);
+  REQUIRE(after.shape() == before.shape());
+  CHECK(after.to_vector() == before.to_vector());  // exact
+  CHECK(greedy_decode(loaded, src) == greedy_decode(model, src));
+}
+
+TEST_CASE("the positions metadata: absent for sinusoids, and refused when unknown",
+          "[models][checkpoint][positions]") {
+  const auto sinusoidal = tiny().to_metadata();
+  CHECK(sinusoidal.count("positions") == 0);  // the files of before the option, unchanged
+  CHECK_FALSE(TransformerConfig::from_metadata(sinusoidal, "m.safetensors").learned_positions);
+  auto m = sinusoidal;
+  m["positions"] = "sinusoidal";
+  CHECK_FALSE(TransformerConfig::from_metadata(m, "m.safetensors").learned_positions);
+  m["positions"] = "learned";
+  CHECK(TransformerConfig::from_metadata(m, "m.safetensors").learned_positions);
+  m["positions"] = "banana";
+  REQUIRE_THROWS_AS(TransformerConfig::from_metadata(m, "m.safetensors"), FormatError);
+  REQUIRE_THROWS_WITH(
+      TransformerConfig::from_metadata(m, "m.safetensors"),
+      Contains("m.safetensors: metadata \"positions\" is \"banana\", not sinusoidal or learned"));
+}
+
+TEST_CASE("a checkpoint whose positions metadata does not fit its tensors is refused",
+          "[models][checkpoint][positions]") {
+  Rng rng(27);
+  const gf::testing::TempDir dir("models");
+  const std::string path = dir.file("m.safetensors");
+  auto from_file = [&] {
+    return TransformerConfig::from_checkpoint(nn::load_safetensors(path), "m.safetensors");
+  };
+  // "learned" on the tensors of a sinusoidal model: the table is missing.
+  Transformer sinusoidal(tiny(), rng);
+  auto metadata = sinusoidal.config.to_metadata();
+  metadata["positions"] = "learned";
+  nn::save_checkpoint(path, sinusoidal, metadata);
+  REQUIRE_THROWS_WITH(from_file(), Contains("m.safetensors: metadata \"positions\" is "
+                                            "\"learned\", but the file holds no tensor "
+                                            "\"pos_embed.weight\""));
+  // A learned model's tensors without the key: the table is one too many.
+  Transformer learned(tiny_learned(), rng);
+  nn::save_checkpoint(path, learned, sinusoidal.config.to_metadata());
+  REQUIRE_THROWS_WITH(from_file(), Contains("holds the learned position table "
+                                            "\"pos_embed.weight\", but its metadata lacks "
+                                            "\"positions\": \"learned\""));
+  // A table of another length than max_len.
+  metadata = learned.config.to_metadata();
+  metadata["max_len"] = "64";
+  nn::save_checkpoint(path, learned, metadata);
+  REQUIRE_THROWS_WITH(from_file(), Contains("tensor \"pos_embed.weight\" has shape [32, 16], but "
+                                            "the metadata says max_len 64 and d_model 16"));
+  // The count of tensors includes the table (85 for this model with sinusoids).
+  metadata = learned.config.to_metadata();
+  metadata["encoder_layers"] = "40";
+  nn::save_checkpoint(path, learned, metadata);
+  REQUIRE_THROWS_WITH(from_file(), Contains("holds 86 tensors, but its metadata describes a model "
+                                            "of 694 (40 + 2 layers, tied, learned positions)"));
+  nn::save_checkpoint(path, learned, learned.config.to_metadata());
+  CHECK(from_file().learned_positions);
 }
