@@ -70,6 +70,10 @@ void BatchSource::restore(const BatchPosition& position) {
   next_ = position.next;
   if (kind_ != Kind::ByLength || !position.in_epoch) {
     rng_.set_state(position.batches);
+    // Before its first batch: the epoch drawn since then is not the source's any more, and
+    // the next batch must draw it again from the generator (keeping it would also leave the
+    // generator where the epoch started, so that the epoch after it came out the same).
+    epoch_.clear();
     return;
   }
   rng_.set_state(position.epoch_start);

@@ -83,6 +83,26 @@ TEST_CASE("a source put back at a saved position gives the same next batches",
   }
 }
 
+TEST_CASE("a source put back before its first batch draws every epoch as a fresh source does",
+          "[data][batch_source][resume]") {
+  Rng rng(10);
+  const std::vector<Pair> pairs = pairs_of_lengths(30, rng);
+  for (BatchSource source :
+       {BatchSource::by_length(pairs, 50, Rng(11)), BatchSource::cycled(pairs, 4, Rng(11)),
+        BatchSource::generated(Task::Copy, {}, 4, Rng(11))}) {
+    const BatchSource fresh = source;
+    // As training/budget.h times steps: draw some batches, put the source back, twice.
+    for (int timing = 0; timing < 2; ++timing) {
+      const BatchPosition start = source.position();
+      for (int step = 0; step < 7; ++step) source.next();
+      source.restore(start);
+    }
+    BatchSource expected = fresh;
+    for (int step = 0; step < 40; ++step)  // several epochs of the by-length source
+      CHECK(same_batch(source.next(), expected.next()));
+  }
+}
+
 TEST_CASE("restoring a by-length position over other pairs is refused", "[data][batch_source]") {
   Rng rng(8);
   const std::vector<Pair> pairs = pairs_of_lengths(30, rng);
