@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <numeric>
 #include <stdexcept>
@@ -14,6 +15,7 @@
 #include "data/parallel_corpus.h"
 #include "data/toy_language.h"
 #include "data/vocab.h"
+#include "training/trainer.h"
 
 namespace gf::training {
 
@@ -173,6 +175,22 @@ double log_likelihood(Transformer& model, std::span<const int32_t> src,
   for (int64_t t = 0; t < t_len; ++t)
     sum += static_cast<double>(log_probs.data()[t * v + batch.tgt_out.data()[t]]);
   return sum;
+}
+
+double perplexity(Transformer& model, std::span<const data::Pair> pairs, int64_t batch_size) {
+  if (pairs.empty()) throw std::invalid_argument("perplexity: no pairs");
+  nn::EvalScope eval(model);
+  NoGrad no_grad;
+  double nats = 0.0;
+  int64_t tokens = 0;
+  for (std::span<const data::Pair> slice : data::batches_in_order(pairs, batch_size)) {
+    const data::Batch batch = data::make_batch(slice, model.config.pad_id);
+    // The loss is the mean over the batch's target tokens: times their number, the sum.
+    const Tensor loss = teacher_forced_loss(model, batch, 0.0f);
+    nats += static_cast<double>(loss.item()) * static_cast<double>(batch.target_tokens);
+    tokens += batch.target_tokens;
+  }
+  return std::exp(nats / static_cast<double>(tokens));
 }
 
 bool has_alignments(const data::SentencePairsFile& file) {

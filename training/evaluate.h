@@ -72,6 +72,14 @@ double exact_match(Transformer& model, std::span<const data::Pair> pairs);
 double log_likelihood(Transformer& model, std::span<const int32_t> src,
                       std::span<const int32_t> tgt);
 
+// The perplexity of the targets of pairs: exp of the mean of -log P(token) over every target
+// token (eos included, bos not: it is given), teacher forced, dropout off, no label smoothing.
+// It is 1 when every next token is certain and the vocabulary size when the model guesses
+// uniformly; like the paper's Table 3 it counts subword tokens, so two tokenizers of the same
+// text give perplexities that do not compare. Pairs go through in consecutive batches of
+// batch_size, which changes the sums' rounding only.
+double perplexity(Transformer& model, std::span<const data::Pair> pairs, int64_t batch_size = 64);
+
 // Whether every pair of file has a gold word alignment as its third column (the toy
 // language's files), so that score_alignment can score it.
 bool has_alignments(const data::SentencePairsFile& file);

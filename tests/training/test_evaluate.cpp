@@ -229,3 +229,27 @@ TEST_CASE("log_likelihood sums the teacher-forced log-probabilities of the targe
   CHECK(model.training());
   CHECK(log_likelihood(model, src, tgt) < 0.0);
 }
+
+TEST_CASE("perplexity is exp of the mean negative log-likelihood per target token",
+          "[training][evaluation]") {
+  Rng rng(7);
+  Transformer model(tiny_config(), rng);
+  const std::vector<data::Pair> pairs = {{.src = {5, 6, 7, 2}, .tgt = {1, 5, 6, 7, 2}},
+                                         {.src = {8, 2}, .tgt = {1, 9, 2}},
+                                         {.src = {4, 4, 9, 5, 2}, .tgt = {1, 4, 2}}};
+  double nats = 0.0;
+  int64_t tokens = 0;
+  for (const data::Pair& p : pairs) {
+    nats -= log_likelihood(model, p.src, p.tgt);
+    tokens += std::ssize(p.tgt) - 1;  // every token after bos, eos included
+  }
+  const double expected = std::exp(nats / static_cast<double>(tokens));
+  model.train();
+  CHECK(perplexity(model, pairs) == Approx(expected).epsilon(1e-5));
+  CHECK(perplexity(model, pairs, 1) == Approx(expected).epsilon(1e-5));  // padding changes nothing
+  CHECK(model.training());
+  // An untrained model guesses about uniformly over its 11 tokens.
+  CHECK(expected > 5.0);
+  CHECK(expected < 25.0);
+  CHECK_THROWS_WITH(perplexity(model, std::span<const data::Pair>()), "perplexity: no pairs");
+}
