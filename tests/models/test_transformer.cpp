@@ -372,7 +372,7 @@ Tensor cached_logits(Transformer& model, const IndexTensor& src, const IndexTens
 
 }  // namespace
 
-TEST_CASE("learned positions add one parameter, pos_embed.weight [max_len, d_model]",
+TEST_CASE("learned positions add one parameter, pos_embed.weight of max_len x d_model",
           "[models][transformer][positions]") {
   Rng rng(21);
   const Transformer sinusoidal(tiny(), rng);
