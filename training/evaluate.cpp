@@ -193,6 +193,27 @@ double perplexity(Transformer& model, std::span<const data::Pair> pairs, int64_t
   return std::exp(nats / static_cast<double>(tokens));
 }
 
+double prediction_entropy(Transformer& model, std::span<const data::Pair> pairs,
+                          int64_t batch_size) {
+  if (pairs.empty()) throw std::invalid_argument("prediction_entropy: no pairs");
+  nn::EvalScope eval(model);
+  NoGrad no_grad;
+  double nats = 0.0;
+  int64_t tokens = 0;
+  for (std::span<const data::Pair> slice : data::batches_in_order(pairs, batch_size)) {
+    const data::Batch batch = data::make_batch(slice, model.config.pad_id);
+    const Tensor log_p = log_softmax(model.forward(batch.src, batch.tgt_in));  // [B, T, V]
+    const Tensor entropy = neg(sum(mul(exp(log_p), log_p), 2));                // [B, T]
+    const int32_t* target = batch.tgt_out.data();
+    for (int64_t i = 0; i < entropy.numel(); ++i) {
+      if (target[i] == model.config.pad_id) continue;  // padding predicts nothing
+      nats += static_cast<double>(entropy.data()[i]);
+      ++tokens;
+    }
+  }
+  return nats / static_cast<double>(tokens);
+}
+
 bool has_alignments(const data::SentencePairsFile& file) {
   for (const data::SentencePair& p : file.pairs) {
     try {

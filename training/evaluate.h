@@ -80,6 +80,13 @@ double log_likelihood(Transformer& model, std::span<const int32_t> src,
 // batch_size, which changes the sums' rounding only.
 double perplexity(Transformer& model, std::span<const data::Pair> pairs, int64_t batch_size = 64);
 
+// How unsure the model is of the next token: the mean, over the same target positions, of the
+// entropy -sum_v p(v) log p(v) of its predicted distribution, in nats. 0 when every prediction
+// is certain, log V when it is uniform. Label smoothing raises it: the model "learns to be more
+// unsure" (§5.4). Teacher forced, dropout off; batches as in perplexity.
+double prediction_entropy(Transformer& model, std::span<const data::Pair> pairs,
+                          int64_t batch_size = 64);
+
 // Whether every pair of file has a gold word alignment as its third column (the toy
 // language's files), so that score_alignment can score it.
 bool has_alignments(const data::SentencePairsFile& file);

@@ -253,3 +253,41 @@ TEST_CASE("perplexity is exp of the mean negative log-likelihood per target toke
   CHECK(expected < 25.0);
   CHECK_THROWS_WITH(perplexity(model, std::span<const data::Pair>()), "perplexity: no pairs");
 }
+
+TEST_CASE("prediction_entropy is the mean entropy of the next-token distributions",
+          "[training][evaluation]") {
+  Rng rng(8);
+  Transformer model(tiny_config(), rng);
+  const std::vector<data::Pair> pairs = {{.src = {5, 6, 7, 2}, .tgt = {1, 5, 6, 7, 2}},
+                                         {.src = {8, 2}, .tgt = {1, 9, 2}}};
+  // By hand, one pair at a time (no padding): -sum p log p of the softmax at every position.
+  model.eval();
+  double nats = 0.0;
+  int64_t positions = 0;
+  for (const data::Pair& p : pairs) {
+    const auto t_len = std::ssize(p.tgt) - 1;
+    const std::vector<int32_t> tgt_in(p.tgt.begin(), p.tgt.end() - 1);
+    const Tensor logits = model.forward(IndexTensor::from({1, std::ssize(p.src)}, p.src),
+                                        IndexTensor::from({1, t_len}, tgt_in));
+    for (int64_t t = 0; t < t_len; ++t, ++positions) {
+      const float* row = logits.data() + t * 11;
+      double z = 0.0, weighted = 0.0;
+      for (int64_t v = 0; v < 11; ++v) z += std::exp(static_cast<double>(row[v]));
+      for (int64_t v = 0; v < 11; ++v) {
+        const double log_p = static_cast<double>(row[v]) - std::log(z);
+        weighted += std::exp(log_p) * log_p;
+      }
+      nats -= weighted;
+    }
+  }
+  const double expected = nats / static_cast<double>(positions);
+  model.train();
+  CHECK(prediction_entropy(model, pairs) == Approx(expected).epsilon(1e-5));  // padded together
+  CHECK(prediction_entropy(model, pairs, 1) == Approx(expected).epsilon(1e-5));
+  CHECK(model.training());
+  // Between certainty (0) and a uniform guess over the 11 tokens (log 11).
+  CHECK(expected > 0.0);
+  CHECK(expected < std::log(11.0));
+  CHECK_THROWS_WITH(prediction_entropy(model, std::span<const data::Pair>()),
+                    "prediction_entropy: no pairs");
+}
