@@ -1,0 +1,258 @@
+#!/usr/bin/env python3
+"""Keeps the Chinese edition of the documentation in step with the English one.
+
+The English pages are the top README.md and every .md of a lesson folder (a lesson's README.md
+and, for the long lessons, its parts). Each has a Chinese page beside it with .zh.md in place of
+.md. The Chinese page's first line records which English text it translates, by the git blob id
+of that text (what `git hash-object README.md` prints):
+
+  <!-- 译自 README.md（git blob 0123...）。英文版改动后，请同步修改本页，再运行 scripts/check_translations.py --stamp 本文件 -->
+
+For every pair this script checks that
+  - the Chinese page exists, and its recorded blob is the English page as it is now, so an
+    English edit without the Chinese one fails (the message says how to see what changed);
+  - each page links to the other near its top;
+  - the two have the same headings, level by level, and the same code blocks, byte for byte
+    (commands, printed output and code are not translated; the snippet test checks the code);
+  - the same pictures in the same order, each followed in the Chinese page by a paragraph that
+    starts with "图：" and explains the picture in Chinese;
+  - every formula ($...$) and every number of the English text is in the Chinese text;
+  - links between pages go to the Chinese edition of a page when it has one, and every relative
+    link and #anchor resolves;
+  - every **bold** of the Chinese page renders as bold on GitHub (see bold_that_does_not_render).
+
+  scripts/check_translations.py                   check every pair; exit 1 naming each problem
+  scripts/check_translations.py --stamp FILE...   record that FILE (a .zh.md page) now
+                                                  translates its English page as it stands
+  scripts/check_translations.py --root DIR        check another tree (the tests use it)
+"""
+
+import argparse
+import hashlib
+import re
+import sys
+import textwrap
+import unicodedata
+from pathlib import Path
+
+STAMP = re.compile(r"<!-- 译自 (\S+)（git blob ([0-9a-f]{40})）")
+FENCE = re.compile(r"^\s*```")
+HEADING = re.compile(r"^(#{1,6}) (.*)$")
+IMAGE = re.compile(r"!\[(.*?)\]\(([^)\s]+)\)", re.S)
+LINK = re.compile(r"(?<!!)\[(?:[^\]]|\n)*?\]\(([^)\s]+)\)")
+MATH = re.compile(r"\$\$.+?\$\$|\$(?:[^$\n]|\n(?!\n))+?\$", re.S)  # inline: may wrap a line
+INLINE_CODE = re.compile(r"`[^`\n]+`")
+NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*")
+CAPTION = "图："
+
+
+def git_blob_id(path):
+    """The id git gives the file's content (git hash-object): sha1 of "blob <size>\\0" + bytes."""
+    data = path.read_bytes()
+    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+
+def chinese_page(english):
+    return english.with_name(english.name[: -len(".md")] + ".zh.md")
+
+
+def english_pages(root):
+    pages = [root / "README.md"]
+    for lesson in sorted((root / "lessons").glob("[0-9][0-9]_*")):
+        pages += sorted(p for p in lesson.glob("*.md") if not p.name.endswith(".zh.md"))
+    return [p for p in pages if p.exists()]
+
+
+def stamp_line(english, chinese):
+    return (
+        f"<!-- 译自 {english.name}（git blob {git_blob_id(english)}）。英文版改动后，请同步修改本页，"
+        f"再运行 scripts/check_translations.py --stamp {chinese.name} -->"
+    )
+
+
+class Page:
+    """A markdown page split into its code blocks and the prose around them."""
+
+    def __init__(self, path):
+        self.path = path
+        self.text = path.read_text(encoding="utf-8")
+        self.code_blocks, prose, block, fence_indent = [], [], None, 0
+        for line in self.text.split("\n"):
+            if FENCE.match(line):
+                if block is None:
+                    block, fence_indent = [line.strip()], len(line) - len(line.lstrip())
+                    continue
+                self.code_blocks.append(block[0] + "\n" + textwrap.dedent("\n".join(block[1:])))
+                block = None
+                continue
+            if block is not None:
+                block.append(line[fence_indent:] if line[:fence_indent].isspace() else line)
+            else:
+                prose.append(line)
+        self.prose = "\n".join(prose)
+        self.headings = [m for m in map(HEADING.match, prose) if m]
+        self.images = [m.group(2) for m in IMAGE.finditer(self.prose)]
+        # A formula may wrap differently in the two pages: compare it with its spaces collapsed.
+        self.math = {" ".join(m.group(0).split()) for m in MATH.finditer(INLINE_CODE.sub("", self.prose))}
+        no_math = MATH.sub(" ", self.prose)
+        self.numbers = set(NUMBER.findall(no_math))
+
+    def anchors(self):
+        return {github_anchor(m.group(2)) for m in self.headings}
+
+
+def github_anchor(heading):
+    """The #anchor GitHub gives a heading: lower case, punctuation dropped, spaces to hyphens.
+    Letters of any script (Chinese included) stay."""
+    text = re.sub(r"`|\*\*|\[([^\]]*)\]\([^)]*\)", r"\1", heading).strip().lower()
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def check_pair(root, english, problems):
+    chinese = chinese_page(english)
+    name, zh_name = english.relative_to(root), chinese.relative_to(root)
+    if not chinese.exists():
+        problems.append(f"{name} has no Chinese page: write {zh_name} (see README.md, 'The Chinese edition')")
+        return
+    en, zh = Page(english), Page(chinese)
+
+    first_line = zh.text.split("\n", 1)[0]
+    stamp = STAMP.match(first_line)
+    if not stamp or stamp.group(1) != english.name:
+        problems.append(f"{zh_name}:1: the first line must record the English page it translates:\n"
+                        f"    {stamp_line(english, chinese)}")
+    elif stamp.group(2) != git_blob_id(english):
+        problems.append(
+            f"{name} has changed since {zh_name} was translated from it. See what changed with\n"
+            f"    git cat-file -p {stamp.group(2)} | diff - {name}\n"
+            f"  bring {zh_name} in line, then run scripts/check_translations.py --stamp {zh_name}")
+
+    top = lambda page: "\n".join(page.text.split("\n")[:6])  # noqa: E731
+    if f"]({chinese.name})" not in top(en):
+        problems.append(f"{name}: link to the Chinese page near the top: [中文]({chinese.name})")
+    if f"]({english.name})" not in top(zh):
+        problems.append(f"{zh_name}: link to the English page near the top: [English]({english.name})")
+
+    en_levels = [len(m.group(1)) for m in en.headings]
+    zh_levels = [len(m.group(1)) for m in zh.headings]
+    if en_levels != zh_levels:
+        problems.append(f"{zh_name}: headings differ from {name}'s: levels {en_levels} in English, "
+                        f"{zh_levels} in Chinese (a section is missing or split)")
+
+    if len(en.code_blocks) != len(zh.code_blocks):
+        problems.append(f"{zh_name}: {len(zh.code_blocks)} code blocks, {name} has {len(en.code_blocks)}")
+    for i, (a, b) in enumerate(zip(en.code_blocks, zh.code_blocks)):
+        if a != b:
+            problems.append(f"{zh_name}: code block {i + 1} differs from {name}'s; code, commands and "
+                            f"output are not translated:\n    {first_difference(a, b)}")
+
+    if en.images != zh.images:
+        problems.append(f"{zh_name}: pictures {zh.images}, but {name} shows {en.images} (same order)")
+    for m in IMAGE.finditer(zh.prose):
+        if m.start() > 0 and zh.prose[m.start() - 1] != "\n":
+            continue  # a picture inside a line of text needs no paragraph of its own
+        after = zh.prose[m.end() :].lstrip("\n ")
+        if not after.startswith(CAPTION):
+            problems.append(f"{zh_name}: picture {m.group(2)} must be followed by a paragraph "
+                            f"starting with '{CAPTION}' that explains its axes in Chinese")
+
+    for formula in sorted(en.math - zh.math):
+        problems.append(f"{zh_name}: formula {formula} of {name} is missing (formulas are not rewritten)")
+    missing = sorted(en.numbers - zh.numbers, key=lambda n: (len(n), n))
+    if missing:
+        problems.append(f"{zh_name}: numbers of {name} missing from the Chinese text: {' '.join(missing)}")
+
+    for line_number, line in bold_that_does_not_render(zh):
+        problems.append(f"{zh_name}: '**' in \"{line.strip()[:60]}\" shows as asterisks on GitHub: "
+                        f"put the punctuation outside the bold (**问题**：, not **问题：**)")
+
+    check_links(root, zh, problems, own_english=english)
+
+
+def bold_that_does_not_render(page):
+    """Lines with a ** that Markdown (CommonMark) cannot read as bold. A closing ** after
+    punctuation must be followed by a space or punctuation, and an opening ** before punctuation
+    must follow one: "**问题：**你" stays literal, since Chinese puts no space after the colon."""
+    def punctuation(c):
+        return unicodedata.category(c).startswith("P")
+
+    for number, line in enumerate(page.prose.split("\n"), 1):
+        text = INLINE_CODE.sub("``", line)
+        runs = [m.start() for m in re.finditer(r"(?<!\*)\*\*(?!\*)", text)]
+        for i, at in enumerate(runs):
+            before = text[at - 1] if at > 0 else " "
+            after = text[at + 2] if at + 2 < len(text) else " "
+            opening = i % 2 == 0
+            if opening and punctuation(after) and not (before.isspace() or punctuation(before)):
+                yield number, line
+            if not opening and punctuation(before) and not (after.isspace() or punctuation(after)):
+                yield number, line
+
+
+def check_links(root, page, problems, own_english=None):
+    """Relative links resolve, anchors exist, and a Chinese page links to Chinese pages."""
+    name = page.path.relative_to(root)
+    for m in LINK.finditer(INLINE_CODE.sub("", page.prose)):
+        target = m.group(1)
+        if re.match(r"[a-z]+:", target):
+            continue  # http:, https:, mailto:
+        path_part, _, anchor = target.partition("#")
+        file = (page.path.parent / path_part).resolve() if path_part else page.path
+        if not file.exists():
+            problems.append(f"{name}: link to {target}, which does not exist")
+            continue
+        if page.path.name.endswith(".zh.md") and file.suffix == ".md" and not file.name.endswith(".zh.md"):
+            if chinese_page(file).exists() and file != own_english:
+                problems.append(f"{name}: link to {target}; link to its Chinese page "
+                                f"{chinese_page(Path(path_part)).as_posix()} instead")
+        if anchor and file.suffix == ".md" and anchor not in Page(file).anchors():
+            problems.append(f"{name}: link to {target}: {file.name} has no heading with anchor #{anchor}")
+
+
+def first_difference(a, b):
+    for line_a, line_b in zip(a.split("\n"), b.split("\n")):
+        if line_a != line_b:
+            return f"English: {line_a!r}\n    Chinese: {line_b!r}"
+    return "one block is longer than the other"
+
+
+def stamp(root, files):
+    for file in files:
+        chinese = Path(file).resolve()
+        if not chinese.name.endswith(".zh.md"):
+            sys.exit(f"{file}: not a Chinese page (its name must end in .zh.md)")
+        english = chinese.with_name(chinese.name[: -len(".zh.md")] + ".md")
+        if not english.exists():
+            sys.exit(f"{file}: its English page {english.name} does not exist")
+        lines = chinese.read_text(encoding="utf-8").split("\n")
+        if STAMP.match(lines[0]):
+            lines = lines[1:]
+        chinese.write_text("\n".join([stamp_line(english, chinese)] + lines), encoding="utf-8")
+        print(f"stamped {file} as the translation of {english.name} at {git_blob_id(english)[:12]}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--root", type=Path, default=Path(__file__).resolve().parent.parent)
+    parser.add_argument("--stamp", nargs="+", metavar="FILE", help="record the English page each FILE translates")
+    args = parser.parse_args()
+    root = args.root.resolve()
+    if args.stamp:
+        stamp(root, args.stamp)
+        return 0
+    problems, pages = [], english_pages(root)
+    for english in pages:
+        check_pair(root, english, problems)
+        check_links(root, Page(english), problems)
+    for orphan in sorted(root.glob("**/*.zh.md")):
+        english = orphan.with_name(orphan.name[: -len(".zh.md")] + ".md")
+        if english not in pages and "build" not in orphan.relative_to(root).parts:
+            problems.append(f"{orphan.relative_to(root)}: a Chinese page without an English page")
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    print(f"{len(pages)} English pages, {len(problems)} problems", file=sys.stderr if problems else sys.stdout)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""scripts/check_translations.py on a small tree made here: one lesson, English and Chinese.
+
+Each test starts from a pair that passes, breaks one thing the way an editor would (an English
+edit with no Chinese one, a translated command, a dropped number, a link to the English page),
+and asserts that the check fails naming the file and the problem.
+"""
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parent.parent.parent / "scripts" / "check_translations.py"
+
+ENGLISH_README = """# toy
+
+**English** · [中文](README.zh.md)
+
+Read [lesson 01](lessons/01_demo/README.md).
+"""
+
+CHINESE_README = """# 玩具
+
+[English](README.md) · **中文**
+
+请读[第 01 课](lessons/01_demo/README.zh.md)。
+"""
+
+ENGLISH_LESSON = """# Lesson 01: demo
+
+**English** · [中文](README.zh.md)
+
+The loss falls to 0.35 in 300 steps, as $\\sqrt{d_k}$ predicts (§3.2.1).
+
+![The loss against the step](images/loss.png)
+
+```sh
+./build/bin/lesson01_demo --quick
+```
+
+## What to remember
+
+Back to the [top](../../README.md).
+"""
+
+CHINESE_LESSON = """# 第 01 课：演示
+
+[English](README.md) · **中文**
+
+损失在 300 步内降到 0.35，正如 $\\sqrt{d_k}$ 所预言（§3.2.1）。
+
+![损失随步数的变化](images/loss.png)
+
+图：横轴是训练步数，纵轴是损失。
+
+```sh
+./build/bin/lesson01_demo --quick
+```
+
+## 要记住什么
+
+回到[首页](../../README.zh.md)。见[上文](#要记住什么)。
+"""
+
+
+class CheckTranslations(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.root = Path(self.tmp.name)
+        lesson = self.root / "lessons" / "01_demo"
+        (lesson / "images").mkdir(parents=True)
+        (lesson / "images" / "loss.png").write_bytes(b"png")
+        self.write("README.md", ENGLISH_README)
+        self.write("README.zh.md", CHINESE_README)
+        self.write("lessons/01_demo/README.md", ENGLISH_LESSON)
+        self.write("lessons/01_demo/README.zh.md", CHINESE_LESSON)
+        self.run_script("--stamp", self.root / "README.zh.md", self.root / "lessons/01_demo/README.zh.md")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def write(self, name, text):
+        (self.root / name).write_text(text, encoding="utf-8")
+
+    def edit(self, name, old, new):
+        path = self.root / name
+        text = path.read_text(encoding="utf-8")
+        self.assertIn(old, text)
+        path.write_text(text.replace(old, new), encoding="utf-8")
+
+    def run_script(self, *args):
+        return subprocess.run([sys.executable, SCRIPT, "--root", self.root, *map(str, args)],
+                              capture_output=True, text=True, env={**os.environ, "LC_ALL": "C.UTF-8"})
+
+    def check_fails_with(self, *expected):
+        result = self.run_script()
+        self.assertEqual(result.returncode, 1, result.stdout + result.stderr)
+        for text in expected:
+            self.assertIn(text, result.stderr)
+
+    def test_a_faithful_translation_passes(self):
+        result = self.run_script()
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("2 English pages, 0 problems", result.stdout)
+        first_line = (self.root / "lessons/01_demo/README.zh.md").read_text(encoding="utf-8").split("\n")[0]
+        self.assertRegex(first_line, r"^<!-- 译自 README.md（git blob [0-9a-f]{40}）")
+
+    def test_the_stamp_is_the_git_blob_id(self):
+        english = (self.root / "lessons/01_demo/README.md").read_bytes()
+        import hashlib
+        blob = hashlib.sha1(b"blob %d\0" % len(english) + english).hexdigest()
+        self.assertIn(blob, (self.root / "lessons/01_demo/README.zh.md").read_text(encoding="utf-8"))
+
+    def test_an_english_edit_without_the_chinese_one_fails_until_stamped(self):
+        self.edit("lessons/01_demo/README.md", "300 steps", "300 steps of 8 pairs")
+        self.check_fails_with("lessons/01_demo/README.md has changed since lessons/01_demo/README.zh.md",
+                              "git cat-file -p", "--stamp lessons/01_demo/README.zh.md")
+        self.edit("lessons/01_demo/README.zh.md", "300 步", "300 步（每步 8 对）")
+        self.run_script("--stamp", self.root / "lessons/01_demo/README.zh.md")
+        self.assertEqual(self.run_script().returncode, 0)
+
+    def test_a_missing_chinese_page_fails(self):
+        (self.root / "lessons/01_demo/README.zh.md").unlink()
+        self.check_fails_with("lessons/01_demo/README.md has no Chinese page")
+
+    def test_a_translated_code_block_fails(self):
+        self.edit("lessons/01_demo/README.zh.md", "--quick", "--快速")
+        self.run_script("--stamp", self.root / "lessons/01_demo/README.zh.md")
+        self.check_fails_with("code block 1 differs", "--快速")
+
+    def test_a_missing_number_fails(self):
+        self.edit("lessons/01_demo/README.zh.md", "降到 0.35", "降下来")
+        self.check_fails_with("numbers of lessons/01_demo/README.md missing from the Chinese text: 0.35")
+
+    def test_a_rewritten_formula_fails(self):
+        self.edit("lessons/01_demo/README.zh.md", "$\\sqrt{d_k}$", "$d_k^{1/2}$")
+        self.check_fails_with("formula $\\sqrt{d_k}$")
+
+    def test_a_dropped_section_fails(self):
+        self.edit("lessons/01_demo/README.zh.md", "## 要记住什么", "要记住什么")
+        self.check_fails_with("headings differ")
+
+    def test_a_picture_needs_a_chinese_caption(self):
+        self.edit("lessons/01_demo/README.zh.md", "图：横轴", "横轴")
+        self.check_fails_with("picture images/loss.png must be followed by a paragraph starting with '图：'")
+
+    def test_a_chinese_page_links_to_chinese_pages_and_real_anchors(self):
+        self.edit("lessons/01_demo/README.zh.md", "../../README.zh.md", "../../README.md")
+        self.edit("lessons/01_demo/README.zh.md", "#要记住什么", "#what-to-remember")
+        self.check_fails_with("link to ../../README.md; link to its Chinese page ../../README.zh.md",
+                              "has no heading with anchor #what-to-remember")
+
+    def test_bold_that_github_would_show_as_asterisks_fails(self):
+        self.edit("lessons/01_demo/README.zh.md", "损失在 300 步内", "**损失：**在 300 步内")
+        self.check_fails_with("shows as asterisks on GitHub")
+        self.edit("lessons/01_demo/README.zh.md", "**损失：**在", "**损失**：在")
+        self.assertEqual(self.run_script().returncode, 0)
+
+    def test_each_page_links_to_the_other_language(self):
+        self.edit("README.md", "**English** · [中文](README.zh.md)", "")
+        self.check_fails_with("README.md: link to the Chinese page near the top")
+
+
+if __name__ == "__main__":
+    unittest.main()
