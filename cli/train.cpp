@@ -18,6 +18,9 @@
 #include <fstream>
 #include <optional>
 #include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "autograd/errors.h"
 #include "autograd/kernels/parallel.h"
@@ -103,6 +106,30 @@ struct Learner {
   std::string tokenizer_origin;                // " (learned in 0.12s)" or " (from M)"
 };
 
+// A checkpoint fixes the model's shape. A shape flag given with --init or --resume and another
+// value would be silently replaced by the file's, so it is refused, naming both.
+void refuse_other_shape(const TrainOptions& o, const TransformerConfig& saved,
+                        const std::string& path) {
+  const auto describe = [](const TransformerConfig& c) {
+    return std::vector<std::pair<std::string, std::string>>{
+        {"d-model", fmt::format("d_model {}", c.d_model)},
+        {"d-ff", fmt::format("d_ff {}", c.d_ff)},
+        {"heads", fmt::format("{} heads", c.heads)},
+        {"layers", fmt::format("{}+{} layers", c.encoder_layers, c.decoder_layers)},
+        {"max-len", fmt::format("max_len {}", c.max_len)},
+        {"tied", c.tied ? "tied embeddings" : "untied embeddings"},
+        {"norm-first", c.norm_first ? "pre-norm layers" : "post-norm layers"},
+        {"positions", c.learned_positions ? "learned positions" : "sinusoidal positions"}};
+  };
+  const auto asked = describe(o.model), has = describe(saved);
+  for (size_t i = 0; i < asked.size(); ++i)
+    if (o.given.contains(asked[i].first) && asked[i].second != has[i].second)
+      throw std::invalid_argument(fmt::format(
+          "--{} asks for {}, but {} holds a model with {}: a checkpoint fixes the model's shape "
+          "(leave the flag out, or train a new model without --init and --resume)",
+          asked[i].first, asked[i].second, path, has[i].second));
+}
+
 // A new model (and, for text, a tokenizer learned from the pairs), or the model of --init or
 // --resume. A file fixes the architecture (and, for text, the tokenizer), but dropout is a
 // training choice it does not store: --dropout still applies, with masks drawn from --seed
@@ -132,6 +159,7 @@ Learner make_model(const TrainOptions& o, const TextPairs& text,
   } else {
     learner.model = load_model(start_from, o.model.dropout, rng.next_u64());
   }
+  refuse_other_shape(o, learner.model->config, start_from);
   if (resumed)
     fmt::print(stderr, "resuming {} at step {} of {} (its model and training settings)\n", o.resume,
                resumed->step, o.steps);

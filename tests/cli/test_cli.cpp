@@ -376,6 +376,29 @@ TEST_CASE("train --pairs with --batch as large as the file trains on all of it e
   CHECK(whole != train(kPairs / 2, 20).second);
 }
 
+TEST_CASE("train --init and --resume refuse a shape flag that the checkpoint contradicts",
+          "[cli][train]") {
+  TempDir dir;
+  const fs::path saved = tiny_checkpoint(dir);  // 1+1 layers, d_model 8, d_ff 8, 2 heads
+  const std::string held = ", but " + saved.string() + " holds a model with ";
+  expect_refused({{{"train", "--init", saved.string(), "--d-model", "16"},
+                   "--d-model asks for d_model 16" + held + "d_model 8: a checkpoint fixes"},
+                  {{"train", "--init", saved.string(), "--norm-first"},
+                   "--norm-first asks for pre-norm layers" + held + "post-norm layers"},
+                  {{"train", "--init", saved.string(), "--positions", "learned"},
+                   "--positions asks for learned positions" + held + "sinusoidal positions"},
+                  {{"train", "--resume", saved.string(), "--steps", "5", "--heads", "4"},
+                   "--heads asks for 4 heads" + held + "2 heads"},
+                  {{"train", "--resume", saved.string(), "--steps", "5", "--layers", "2"},
+                   "--layers asks for 2+2 layers" + held + "1+1 layers"}});
+  // Flags that agree with the file are no contradiction.
+  const Result same = transformer(
+      words("train --steps 1 --batch 2 --length 3 --layers 1 --d-model 8 --positions sinusoidal") +
+      Args{"--init", saved.string(), "--save", (dir / "same.safetensors").string()});
+  INFO(same);
+  CHECK(same.status == 0);
+}
+
 TEST_CASE("train --init keeps --dropout since the checkpoint does not store it", "[cli][train]") {
   TempDir dir;
   const fs::path init = tiny_checkpoint(dir);
