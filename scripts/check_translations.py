@@ -100,6 +100,10 @@ class Page:
     def anchors(self):
         return {github_anchor(m.group(2)) for m in self.headings}
 
+    def top(self):
+        """The first lines, where the link to the other language belongs."""
+        return "\n".join(self.text.split("\n")[:6])
+
 
 def github_anchor(heading):
     """The #anchor GitHub gives a heading: lower case, punctuation dropped, spaces to hyphens.
@@ -110,63 +114,68 @@ def github_anchor(heading):
 
 def check_pair(root, english, problems):
     chinese = chinese_page(english)
-    name, zh_name = english.relative_to(root), chinese.relative_to(root)
     if not chinese.exists():
-        problems.append(f"{name} has no Chinese page: write {zh_name} (see README.md, 'The Chinese edition')")
+        problems.append(f"{english.relative_to(root)} has no Chinese page: write "
+                        f"{chinese.relative_to(root)} (see README.md, 'The Chinese edition')")
         return
     en, zh = Page(english), Page(chinese)
+    name, zh_name = english.relative_to(root), chinese.relative_to(root)
+    check_stamp(en, zh, name, zh_name, problems)
+    check_same_content(en, zh, name, zh_name, problems)
+    check_captions_and_bold(zh, zh_name, problems)
+    check_links(root, zh, problems, own_english=english)
 
-    first_line = zh.text.split("\n", 1)[0]
-    stamp = STAMP.match(first_line)
-    if not stamp or stamp.group(1) != english.name:
+
+def check_stamp(en, zh, name, zh_name, problems):
+    """The Chinese page translates the English page as it is now, and each links to the other."""
+    stamp = STAMP.match(zh.text.split("\n", 1)[0])
+    if not stamp or stamp.group(1) != en.path.name:
         problems.append(f"{zh_name}:1: the first line must record the English page it translates:\n"
-                        f"    {stamp_line(english, chinese)}")
-    elif stamp.group(2) != git_blob_id(english):
+                        f"    {stamp_line(en.path, zh.path)}")
+    elif stamp.group(2) != git_blob_id(en.path):
         problems.append(
             f"{name} has changed since {zh_name} was translated from it. See what changed with\n"
             f"    git cat-file -p {stamp.group(2)} | diff - {name}\n"
             f"  bring {zh_name} in line, then run scripts/check_translations.py --stamp {zh_name}")
+    if f"]({zh.path.name})" not in en.top():
+        problems.append(f"{name}: link to the Chinese page near the top: [中文]({zh.path.name})")
+    if f"]({en.path.name})" not in zh.top():
+        problems.append(f"{zh_name}: link to the English page near the top: [English]({en.path.name})")
 
-    top = lambda page: "\n".join(page.text.split("\n")[:6])  # noqa: E731
-    if f"]({chinese.name})" not in top(en):
-        problems.append(f"{name}: link to the Chinese page near the top: [中文]({chinese.name})")
-    if f"]({english.name})" not in top(zh):
-        problems.append(f"{zh_name}: link to the English page near the top: [English]({english.name})")
 
+def check_same_content(en, zh, name, zh_name, problems):
+    """Headings, code, pictures, formulas and numbers: what a translation must not change."""
     en_levels = [len(m.group(1)) for m in en.headings]
     zh_levels = [len(m.group(1)) for m in zh.headings]
     if en_levels != zh_levels:
         problems.append(f"{zh_name}: headings differ from {name}'s: levels {en_levels} in English, "
                         f"{zh_levels} in Chinese (a section is missing or split)")
-
     if len(en.code_blocks) != len(zh.code_blocks):
         problems.append(f"{zh_name}: {len(zh.code_blocks)} code blocks, {name} has {len(en.code_blocks)}")
     for i, (a, b) in enumerate(zip(en.code_blocks, zh.code_blocks)):
         if a != b:
             problems.append(f"{zh_name}: code block {i + 1} differs from {name}'s; code, commands and "
                             f"output are not translated:\n    {first_difference(a, b)}")
-
     if en.images != zh.images:
         problems.append(f"{zh_name}: pictures {zh.images}, but {name} shows {en.images} (same order)")
-    for m in IMAGE.finditer(zh.prose):
-        if m.start() > 0 and zh.prose[m.start() - 1] != "\n":
-            continue  # a picture inside a line of text needs no paragraph of its own
-        after = zh.prose[m.end() :].lstrip("\n ")
-        if not after.startswith(CAPTION):
-            problems.append(f"{zh_name}: picture {m.group(2)} must be followed by a paragraph "
-                            f"starting with '{CAPTION}' that explains its axes in Chinese")
-
     for formula in sorted(en.math - zh.math):
         problems.append(f"{zh_name}: formula {formula} of {name} is missing (formulas are not rewritten)")
     missing = sorted(en.numbers - zh.numbers, key=lambda n: (len(n), n))
     if missing:
         problems.append(f"{zh_name}: numbers of {name} missing from the Chinese text: {' '.join(missing)}")
 
-    for line_number, line in bold_that_does_not_render(zh):
+
+def check_captions_and_bold(zh, zh_name, problems):
+    """Every picture on a line of its own is explained in Chinese, and every bold renders."""
+    for m in IMAGE.finditer(zh.prose):
+        if m.start() > 0 and zh.prose[m.start() - 1] != "\n":
+            continue  # a picture inside a line of text needs no paragraph of its own
+        if not zh.prose[m.end() :].lstrip("\n ").startswith(CAPTION):
+            problems.append(f"{zh_name}: picture {m.group(2)} must be followed by a paragraph "
+                            f"starting with '{CAPTION}' that explains its axes in Chinese")
+    for line in bold_that_does_not_render(zh):
         problems.append(f"{zh_name}: '**' in \"{line.strip()[:60]}\" shows as asterisks on GitHub: "
                         f"put the punctuation outside the bold (**问题**：, not **问题：**)")
-
-    check_links(root, zh, problems, own_english=english)
 
 
 def bold_that_does_not_render(page):
@@ -176,7 +185,7 @@ def bold_that_does_not_render(page):
     def punctuation(c):
         return unicodedata.category(c).startswith("P")
 
-    for number, line in enumerate(page.prose.split("\n"), 1):
+    for line in page.prose.split("\n"):
         text = INLINE_CODE.sub("``", line)
         runs = [m.start() for m in re.finditer(r"(?<!\*)\*\*(?!\*)", text)]
         for i, at in enumerate(runs):
@@ -184,9 +193,9 @@ def bold_that_does_not_render(page):
             after = text[at + 2] if at + 2 < len(text) else " "
             opening = i % 2 == 0
             if opening and punctuation(after) and not (before.isspace() or punctuation(before)):
-                yield number, line
+                yield line
             if not opening and punctuation(before) and not (after.isspace() or punctuation(after)):
-                yield number, line
+                yield line
 
 
 def check_links(root, page, problems, own_english=None):
