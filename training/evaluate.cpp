@@ -177,41 +177,50 @@ double log_likelihood(Transformer& model, std::span<const int32_t> src,
   return sum;
 }
 
-double perplexity(Transformer& model, std::span<const data::Pair> pairs, int64_t batch_size) {
-  if (pairs.empty()) throw std::invalid_argument("perplexity: no pairs");
+namespace {
+
+// The mean over every target token of pairs (teacher forced, dropout off, no graph) of what
+// batch_sum adds up over a batch's target tokens. op names the caller in the error.
+template <typename BatchSum>
+double mean_per_target_token(Transformer& model, std::span<const data::Pair> pairs,
+                             int64_t batch_size, const char* op, BatchSum batch_sum) {
+  if (pairs.empty()) throw std::invalid_argument(fmt::format("{}: no pairs", op));
   nn::EvalScope eval(model);
   NoGrad no_grad;
-  double nats = 0.0;
+  double total = 0.0;
   int64_t tokens = 0;
   for (std::span<const data::Pair> slice : data::batches_in_order(pairs, batch_size)) {
     const data::Batch batch = data::make_batch(slice, model.config.pad_id);
-    // The loss is the mean over the batch's target tokens: times their number, the sum.
-    const Tensor loss = teacher_forced_loss(model, batch, 0.0f);
-    nats += static_cast<double>(loss.item()) * static_cast<double>(batch.target_tokens);
+    total += batch_sum(batch);
     tokens += batch.target_tokens;
   }
-  return std::exp(nats / static_cast<double>(tokens));
+  return total / static_cast<double>(tokens);
+}
+
+}  // namespace
+
+double perplexity(Transformer& model, std::span<const data::Pair> pairs, int64_t batch_size) {
+  return std::exp(mean_per_target_token(
+      model, pairs, batch_size, "perplexity", [&model](const data::Batch& batch) {
+        // The loss is the mean over the batch's target tokens: times their number, the sum.
+        const Tensor loss = teacher_forced_loss(model, batch, 0.0f);
+        return static_cast<double>(loss.item()) * static_cast<double>(batch.target_tokens);
+      }));
 }
 
 double prediction_entropy(Transformer& model, std::span<const data::Pair> pairs,
                           int64_t batch_size) {
-  if (pairs.empty()) throw std::invalid_argument("prediction_entropy: no pairs");
-  nn::EvalScope eval(model);
-  NoGrad no_grad;
-  double nats = 0.0;
-  int64_t tokens = 0;
-  for (std::span<const data::Pair> slice : data::batches_in_order(pairs, batch_size)) {
-    const data::Batch batch = data::make_batch(slice, model.config.pad_id);
-    const Tensor log_p = log_softmax(model.forward(batch.src, batch.tgt_in));  // [B, T, V]
-    const Tensor entropy = neg(sum(mul(exp(log_p), log_p), 2));                // [B, T]
-    const int32_t* target = batch.tgt_out.data();
-    for (int64_t i = 0; i < entropy.numel(); ++i) {
-      if (target[i] == model.config.pad_id) continue;  // padding predicts nothing
-      nats += static_cast<double>(entropy.data()[i]);
-      ++tokens;
-    }
-  }
-  return nats / static_cast<double>(tokens);
+  return mean_per_target_token(
+      model, pairs, batch_size, "prediction_entropy", [&model](const data::Batch& batch) {
+        const Tensor log_p = log_softmax(model.forward(batch.src, batch.tgt_in));  // [B, T, V]
+        const Tensor entropy = neg(sum(mul(exp(log_p), log_p), 2));                // [B, T]
+        const int32_t* target = batch.tgt_out.data();
+        double nats = 0.0;
+        for (int64_t i = 0; i < entropy.numel(); ++i)
+          if (target[i] != model.config.pad_id)  // padding predicts nothing
+            nats += static_cast<double>(entropy.data()[i]);
+        return nats;
+      });
 }
 
 bool has_alignments(const data::SentencePairsFile& file) {
