@@ -21,9 +21,41 @@ For every pair this script checks that
     link and #anchor resolves;
   - every **bold** of the Chinese page renders as bold on GitHub (see bold_that_does_not_render).
 
+A contributor who cannot write Chinese lets an English edit go first by marking the Chinese page
+as *behind* its English page. The stamp stays as it was, still naming the English text that the
+Chinese translates; the mark, on the second line, names the English text it fell behind:
+
+  <!-- 落后于 README.md（git blob 4567...）：英文版在译文之后有改动，本页尚未同步。看改动：... -->
+
+and below the link to the English page the page tells its readers that the English page has
+changed since this translation and is the one to trust:
+
+  > **译文待更新**：自这篇译文完成以来，[英文原文](README.md)已有改动，本页尚未同步；内容请以英文版为准。
+
+--mark-behind writes both lines. By hand, the mark needs only its part up to the closing
+parenthesis, with the blob `git hash-object` prints for the English page; the check prints the
+note word for word when it is missing. A marked page passes although its English page has
+changed, and keeps passing when the English changes again, since the note stays true. Its
+headings, code blocks, pictures, formulas and numbers are not compared with the English page:
+the English has moved on, so they may differ for good reason, and the English text the Chinese
+does translate exists only in git history (while scripts/sync_snippets.py may already have
+brought the code of both pages up to date). Still checked are the things the Chinese page gets
+right on its own: the links between the two languages, its other links, its captions and its
+bold. Being marked is itself a problem when
+  - the English page has not changed since the stamp: a stale mark, left by a stamp written by
+    hand or an English edit undone, would tell readers of a change that is not there;
+  - the note is missing or edited: the note is what tells the reader which page to trust;
+and a note without a mark is a problem too. A translator sees what changed with the command
+the mark records (git cat-file -p STAMPED_BLOB | diff - README.md), brings the page in line and
+runs --stamp, which removes the mark and the note, so every comparison applies again.
+
   scripts/check_translations.py                   check every pair; exit 1 naming each problem
   scripts/check_translations.py --stamp FILE...   record that FILE (a .zh.md page) now
                                                   translates its English page as it stands
+                                                  (and remove its mark 'behind', if any)
+  scripts/check_translations.py --mark-behind FILE...
+                                                  mark FILE as behind its changed English page
+                                                  and show its readers the note
   scripts/check_translations.py --root DIR        check another tree (the tests use it)
 """
 
@@ -36,6 +68,10 @@ import unicodedata
 from pathlib import Path
 
 STAMP = re.compile(r"<!-- 译自 (\S+)（git blob ([0-9a-f]{40})）")
+MARK_START = "<!-- 落后于 "  # the second line of a page marked as behind its English page
+MARK = re.compile(r"<!-- 落后于 (\S+)（git blob ([0-9a-f]{40})）")
+NOTE_START = "> **译文待更新**："  # the note a marked page shows its readers
+NOTE_WITHIN = 10  # the note belongs among the first lines, where readers start
 FENCE = re.compile(r"^\s*```")
 HEADING = re.compile(r"^(#{1,6}) (.*)$")
 IMAGE = re.compile(r"!\[(.*?)\]\(([^)\s]+)\)", re.S)
@@ -70,6 +106,22 @@ def stamp_line(english, chinese):
     )
 
 
+def mark_line(english, chinese, stamped_blob, behind_blob):
+    """The second line of a page marked as behind: which English text it fell behind, and for
+    the translator, the command that shows what changed since the text it translates."""
+    return (
+        f"{MARK_START}{english.name}（git blob {behind_blob}）：英文版在译文之后有改动，本页尚未同步。"
+        f"看改动：git cat-file -p {stamped_blob} | diff - {english.name}；同步后运行 "
+        f"scripts/check_translations.py --stamp {chinese.name}，标记和页首的说明会一并去掉 -->"
+    )
+
+
+def note_line(english):
+    """What a marked page tells its readers: the English page changed, and it is the one to trust."""
+    return (f"{NOTE_START}自这篇译文完成以来，[英文原文]({english.name})已有改动，本页尚未同步；"
+            f"内容请以英文版为准。")
+
+
 class Page:
     """A markdown page split into its code blocks and the prose around them."""
 
@@ -100,9 +152,9 @@ class Page:
     def anchors(self):
         return {github_anchor(m.group(2)) for m in self.headings}
 
-    def top(self):
+    def top(self, lines=6):
         """The first lines, where the link to the other language belongs."""
-        return "\n".join(self.text.split("\n")[:6])
+        return "\n".join(self.text.split("\n")[:lines])
 
 
 def github_anchor(heading):
@@ -120,27 +172,66 @@ def check_pair(root, english, problems):
         return
     en, zh = Page(english), Page(chinese)
     name, zh_name = english.relative_to(root), chinese.relative_to(root)
-    check_stamp(en, zh, name, zh_name, problems)
-    check_same_content(en, zh, name, zh_name, problems)
+    marked_behind = check_stamp(en, zh, name, zh_name, problems)
+    if not marked_behind:  # a page marked as behind translates an English text that has moved on
+        check_same_content(en, zh, name, zh_name, problems)
     check_captions_and_bold(zh, zh_name, problems)
     check_links(root, zh, problems, own_english=english)
 
 
 def check_stamp(en, zh, name, zh_name, problems):
-    """The Chinese page translates the English page as it is now, and each links to the other."""
+    """The Chinese page translates the English page as it is now, or is marked as behind it; and
+    each links to the other. Returns whether the page is behind and marked, so its content
+    cannot be compared with the English page's."""
     stamp = STAMP.match(zh.text.split("\n", 1)[0])
+    marked_behind = False
     if not stamp or stamp.group(1) != en.path.name:
         problems.append(f"{zh_name}:1: the first line must record the English page it translates:\n"
                         f"    {stamp_line(en.path, zh.path)}")
-    elif stamp.group(2) != git_blob_id(en.path):
-        problems.append(
-            f"{name} has changed since {zh_name} was translated from it. See what changed with\n"
-            f"    git cat-file -p {stamp.group(2)} | diff - {name}\n"
-            f"  bring {zh_name} in line, then run scripts/check_translations.py --stamp {zh_name}")
+    else:
+        behind = stamp.group(2) != git_blob_id(en.path)
+        marked = check_mark(en, zh, name, zh_name, stamp.group(2), behind, problems)
+        marked_behind = behind and marked
+        if behind and not marked:
+            problems.append(
+                f"{name} has changed since {zh_name} was translated from it. See what changed with\n"
+                f"    git cat-file -p {stamp.group(2)} | diff - {name}\n"
+                f"  bring {zh_name} in line, then run scripts/check_translations.py --stamp {zh_name}\n"
+                f"  or, if you cannot write Chinese, let the English page go first: run\n"
+                f"    scripts/check_translations.py --mark-behind {zh_name}\n"
+                f"  and the Chinese page tells its readers that the English page is newer")
     if f"]({zh.path.name})" not in en.top():
         problems.append(f"{name}: link to the Chinese page near the top: [中文]({zh.path.name})")
     if f"]({en.path.name})" not in zh.top():
         problems.append(f"{zh_name}: link to the English page near the top: [English]({en.path.name})")
+    return marked_behind
+
+
+def check_mark(en, zh, name, zh_name, stamped_blob, behind, problems):
+    """A mark 'behind' is well formed, is on a page that is behind, and comes with its note.
+    Returns whether the page is marked."""
+    lines = zh.text.split("\n")
+    note = note_line(en.path)
+    if len(lines) < 2 or not lines[1].startswith(MARK_START):
+        if any(line.startswith(NOTE_START) for line in lines):
+            problems.append(f"{zh_name}: it tells readers that it is behind {name}, but line 2 has no "
+                            f"mark; remove the note with scripts/check_translations.py --stamp {zh_name}"
+                            f" once the page is in step")
+        return False
+    mark = MARK.match(lines[1])
+    if not mark or mark.group(1) != en.path.name or mark.group(2) == stamped_blob:
+        # The mark's blob is the English text the page fell behind, so not the one it translates.
+        problems.append(f"{zh_name}:2: a mark 'behind' must name the English page and the blob it "
+                        f"fell behind, as scripts/check_translations.py --mark-behind {zh_name} writes:\n"
+                        f"    {mark_line(en.path, zh.path, stamped_blob, git_blob_id(en.path))}")
+    if not behind:
+        problems.append(f"{zh_name} is marked as behind {name}, but {name} has not changed since "
+                        f"the stamp, so the page is in step: remove the mark and the note with\n"
+                        f"    scripts/check_translations.py --stamp {zh_name}")
+    if note not in zh.top(NOTE_WITHIN).split("\n"):
+        problems.append(f"{zh_name} is marked as behind {name}, so below the link to the English page "
+                        f"it must tell its readers, word for word:\n    {note}")
+    return True
 
 
 def check_same_content(en, zh, name, zh_name, problems):
@@ -225,29 +316,80 @@ def first_difference(a, b):
     return "one block is longer than the other"
 
 
+def pair_of(file):
+    """The Chinese page named on the command line, and the English page beside it."""
+    chinese = Path(file).resolve()
+    if not chinese.name.endswith(".zh.md"):
+        sys.exit(f"{file}: not a Chinese page (its name must end in .zh.md)")
+    english = chinese.with_name(chinese.name[: -len(".zh.md")] + ".md")
+    if not english.exists():
+        sys.exit(f"{file}: its English page {english.name} does not exist")
+    return chinese, english
+
+
+def without_mark(lines):
+    """The page's lines with the mark 'behind' and its note taken out (with the blank line that
+    sets the note apart), and the blob the mark recorded, None if there was none."""
+    behind_blob = None
+    if len(lines) > 1 and lines[1].startswith(MARK_START):
+        mark = MARK.match(lines[1])
+        behind_blob = mark.group(2) if mark else None
+        lines = lines[:1] + lines[2:]
+    for at in reversed([i for i, line in enumerate(lines) if line.startswith(NOTE_START)]):
+        start = at - 1 if at > 0 and lines[at - 1] == "" else at
+        del lines[start : at + 1]
+    return lines, behind_blob
+
+
 def stamp(root, files):
     for file in files:
-        chinese = Path(file).resolve()
-        if not chinese.name.endswith(".zh.md"):
-            sys.exit(f"{file}: not a Chinese page (its name must end in .zh.md)")
-        english = chinese.with_name(chinese.name[: -len(".zh.md")] + ".md")
-        if not english.exists():
-            sys.exit(f"{file}: its English page {english.name} does not exist")
-        lines = chinese.read_text(encoding="utf-8").split("\n")
+        chinese, english = pair_of(file)
+        lines, behind_blob = without_mark(chinese.read_text(encoding="utf-8").split("\n"))
         if STAMP.match(lines[0]):
             lines = lines[1:]
         chinese.write_text("\n".join([stamp_line(english, chinese)] + lines), encoding="utf-8")
-        print(f"stamped {file} as the translation of {english.name} at {git_blob_id(english)[:12]}")
+        cleared = ", and removed its mark 'behind' and the note" if behind_blob else ""
+        print(f"stamped {file} as the translation of {english.name} at {git_blob_id(english)[:12]}{cleared}")
+
+
+def mark_behind(root, files):
+    """Mark each page as behind its English page: the stamp stays, naming the English text the
+    Chinese translates, and the page tells its readers to trust the English page instead."""
+    for file in files:
+        chinese, english = pair_of(file)
+        lines, behind_blob = without_mark(chinese.read_text(encoding="utf-8").split("\n"))
+        stamp = STAMP.match(lines[0])
+        if not stamp:
+            sys.exit(f"{file}: no stamp on the first line, so nothing says which English text it "
+                     f"translates; run scripts/check_translations.py --stamp {file} if it is in step")
+        if stamp.group(2) == git_blob_id(english):
+            sys.exit(f"{file}: {english.name} has not changed since the stamp; nothing to mark")
+        # Marked before? Keep the English text it first fell behind; rewrite the mark and note.
+        behind_blob = behind_blob or git_blob_id(english)
+        lines.insert(1, mark_line(english, chinese, stamp.group(2), behind_blob))
+        link = next((i for i, line in enumerate(lines[:6]) if f"]({english.name})" in line), None)
+        if link is None:
+            sys.exit(f"{file}: link to the English page near the top first: [English]({english.name})")
+        lines[link + 1 : link + 1] = ["", note_line(english)]
+        chinese.write_text("\n".join(lines), encoding="utf-8")
+        print(f"marked {file} as behind {english.name} (translated from {stamp.group(2)[:12]}, "
+              f"English now {git_blob_id(english)[:12]}); it tells its readers to read the English page")
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--root", type=Path, default=Path(__file__).resolve().parent.parent)
-    parser.add_argument("--stamp", nargs="+", metavar="FILE", help="record the English page each FILE translates")
+    command = parser.add_mutually_exclusive_group()
+    command.add_argument("--stamp", nargs="+", metavar="FILE", help="record the English page each FILE translates")
+    command.add_argument("--mark-behind", nargs="+", metavar="FILE",
+                         help="mark each FILE as behind its changed English page, for a translator to catch up")
     args = parser.parse_args()
     root = args.root.resolve()
     if args.stamp:
         stamp(root, args.stamp)
+        return 0
+    if args.mark_behind:
+        mark_behind(root, args.mark_behind)
         return 0
     problems, pages = [], english_pages(root)
     for english in pages:

@@ -3,8 +3,11 @@
 
 Each test starts from a pair that passes, breaks one thing the way an editor would (an English
 edit with no Chinese one, a translated command, a dropped number, a link to the English page),
-and asserts that the check fails naming the file and the problem.
+and asserts that the check fails naming the file and the problem. The tests of a page marked as
+behind its English page (--mark-behind) check what the mark and the note say, that the check
+lets such a page pass, and that a mark left behind or a note missing fails.
 """
+import hashlib
 import os
 import subprocess
 import sys
@@ -65,7 +68,9 @@ CHINESE_LESSON = """# 第 01 课：演示
 """
 
 
-class CheckTranslations(unittest.TestCase):
+class SmallTree(unittest.TestCase):
+    """The two pages of the top README and of one lesson, stamped, and helpers to edit and check them."""
+
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
         self.root = Path(self.tmp.name)
@@ -84,6 +89,14 @@ class CheckTranslations(unittest.TestCase):
     def write(self, name, text):
         (self.root / name).write_text(text, encoding="utf-8")
 
+    def read(self, name):
+        return (self.root / name).read_text(encoding="utf-8")
+
+    def blob(self, name):
+        """What git hash-object prints for the file."""
+        data = (self.root / name).read_bytes()
+        return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
     def edit(self, name, old, new):
         path = self.root / name
         text = path.read_text(encoding="utf-8")
@@ -100,6 +113,8 @@ class CheckTranslations(unittest.TestCase):
         for text in expected:
             self.assertIn(text, result.stderr)
 
+
+class CheckTranslations(SmallTree):
     def test_a_faithful_translation_passes(self):
         result = self.run_script()
         self.assertEqual(result.returncode, 0, result.stderr)
@@ -108,15 +123,14 @@ class CheckTranslations(unittest.TestCase):
         self.assertRegex(first_line, r"^<!-- 译自 README.md（git blob [0-9a-f]{40}）")
 
     def test_the_stamp_is_the_git_blob_id(self):
-        english = (self.root / "lessons/01_demo/README.md").read_bytes()
-        import hashlib
-        blob = hashlib.sha1(b"blob %d\0" % len(english) + english).hexdigest()
-        self.assertIn(blob, (self.root / "lessons/01_demo/README.zh.md").read_text(encoding="utf-8"))
+        self.assertIn(self.blob("lessons/01_demo/README.md"), self.read("lessons/01_demo/README.zh.md"))
 
     def test_an_english_edit_without_the_chinese_one_fails_until_stamped(self):
         self.edit("lessons/01_demo/README.md", "300 steps", "300 steps of 8 pairs")
         self.check_fails_with("lessons/01_demo/README.md has changed since lessons/01_demo/README.zh.md",
-                              "git cat-file -p", "--stamp lessons/01_demo/README.zh.md")
+                              "git cat-file -p", "--stamp lessons/01_demo/README.zh.md",
+                              "if you cannot write Chinese",
+                              "scripts/check_translations.py --mark-behind lessons/01_demo/README.zh.md")
         self.edit("lessons/01_demo/README.zh.md", "300 步", "300 步（每步 8 对）")
         self.run_script("--stamp", self.root / "lessons/01_demo/README.zh.md")
         self.assertEqual(self.run_script().returncode, 0)
@@ -161,6 +175,102 @@ class CheckTranslations(unittest.TestCase):
     def test_each_page_links_to_the_other_language(self):
         self.edit("README.md", "**English** · [中文](README.zh.md)", "")
         self.check_fails_with("README.md: link to the Chinese page near the top")
+
+
+class MarkedBehind(SmallTree):
+    """An English edit lets the Chinese page fall behind, with a mark and a note to its readers."""
+
+    LESSON, CHINESE = "lessons/01_demo/README.md", "lessons/01_demo/README.zh.md"
+    NOTE = ("> **译文待更新**：自这篇译文完成以来，[英文原文](README.md)已有改动，本页尚未同步；"
+            "内容请以英文版为准。")
+
+    def setUp(self):
+        super().setUp()
+        self.stamped_blob = self.blob(self.LESSON)
+        self.in_step = self.read(self.CHINESE)
+        # A new number and a new code block: the comparisons would fail on an unmarked page.
+        self.edit(self.LESSON, "## What to remember", "Run it 3 times:\n\n```sh\nmake\n```\n\n## What to remember")
+
+    def mark_behind(self):
+        result = self.run_script("--mark-behind", self.root / self.CHINESE)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        return result
+
+    def test_a_marked_page_passes_and_tells_its_readers(self):
+        result = self.mark_behind()
+        self.assertIn(f"translated from {self.stamped_blob[:12]}, English now {self.blob(self.LESSON)[:12]}",
+                      result.stdout)
+        lines = self.read(self.CHINESE).split("\n")
+        self.assertIn(f"（git blob {self.stamped_blob}）", lines[0], "the stamp stays the old one")
+        self.assertTrue(lines[1].startswith(f"<!-- 落后于 README.md（git blob {self.blob(self.LESSON)}）"))
+        self.assertIn(f"git cat-file -p {self.stamped_blob} | diff - README.md", lines[1])
+        self.assertEqual(lines[2:8], ["# 第 01 课：演示", "", "[English](README.md) · **中文**", "",
+                                      self.NOTE, ""])
+        result = self.run_script()
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("2 English pages, 0 problems", result.stdout)
+
+    def test_a_marked_page_keeps_passing_when_the_english_changes_again(self):
+        self.mark_behind()
+        first_behind = self.blob(self.LESSON)
+        self.edit(self.LESSON, "Run it 3 times", "Run it 5 times")
+        self.assertEqual(self.run_script().returncode, 0)
+        self.mark_behind()  # again: the mark keeps the English text the page first fell behind
+        text = self.read(self.CHINESE)
+        self.assertIn(f"<!-- 落后于 README.md（git blob {first_behind}）", text)
+        self.assertEqual(text.count(self.NOTE), 1)
+
+    def test_the_chinese_page_on_its_own_is_still_checked(self):
+        self.mark_behind()
+        self.edit(self.CHINESE, "图：横轴", "横轴")
+        self.check_fails_with("picture images/loss.png must be followed by a paragraph starting with '图：'")
+
+    def test_a_marked_page_without_its_note_fails(self):
+        self.mark_behind()
+        self.edit(self.CHINESE, self.NOTE, "> 本页过时了。")
+        self.check_fails_with("lessons/01_demo/README.zh.md is marked as behind lessons/01_demo/README.md, "
+                              "so below the link to the English page it must tell its readers, word for "
+                              f"word:\n    {self.NOTE}")
+        self.edit(self.CHINESE, "> 本页过时了。", self.NOTE)  # written by hand, from the message
+        self.assertEqual(self.run_script().returncode, 0)
+
+    def test_a_stale_mark_fails(self):
+        self.mark_behind()
+        # The English edit is undone: the page is in step again, and the note would be untrue.
+        self.edit(self.LESSON, "Run it 3 times:\n\n```sh\nmake\n```\n\n", "")
+        self.check_fails_with("lessons/01_demo/README.zh.md is marked as behind lessons/01_demo/README.md, "
+                              "but lessons/01_demo/README.md has not changed since the stamp",
+                              "scripts/check_translations.py --stamp lessons/01_demo/README.zh.md")
+
+    def test_a_note_without_a_mark_fails(self):
+        self.mark_behind()
+        lines = self.read(self.CHINESE).split("\n")
+        self.write(self.CHINESE, "\n".join(lines[:1] + lines[2:]))
+        self.check_fails_with("lessons/01_demo/README.zh.md: it tells readers that it is behind "
+                              "lessons/01_demo/README.md, but line 2 has no mark",
+                              "--mark-behind lessons/01_demo/README.zh.md")
+
+    def test_stamping_removes_the_mark_and_the_note(self):
+        self.mark_behind()
+        self.edit(self.CHINESE, "## 要记住什么", "运行 3 次：\n\n```sh\nmake\n```\n\n## 要记住什么")
+        result = self.run_script("--stamp", self.root / self.CHINESE)
+        self.assertIn("and removed its mark 'behind' and the note", result.stdout)
+        text = self.read(self.CHINESE)
+        self.assertNotIn("落后于", text)
+        self.assertNotIn("译文待更新", text)
+        in_step = self.in_step.replace(self.stamped_blob, self.blob(self.LESSON)).replace(
+            "## 要记住什么", "运行 3 次：\n\n```sh\nmake\n```\n\n## 要记住什么")
+        self.assertEqual(text, in_step, "only the stamp and the new paragraph changed")
+        result = self.run_script()
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("2 English pages, 0 problems", result.stdout)
+
+    def test_a_page_in_step_cannot_be_marked(self):
+        self.edit(self.LESSON, "Run it 3 times:\n\n```sh\nmake\n```\n\n", "")
+        result = self.run_script("--mark-behind", self.root / self.CHINESE)
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("README.md has not changed since the stamp; nothing to mark", result.stderr)
+        self.assertEqual(self.read(self.CHINESE), self.in_step)
 
 
 if __name__ == "__main__":
