@@ -3,84 +3,15 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
-#include <map>
 #include <sstream>
 #include <stdexcept>
 
-#include "autograd/errors.h"
-#include "data/vocab.h"
 #include "models/decode.h"
-#include "nn/checkpoint.h"
-#include "nn/safetensors.h"
 
 namespace gf::cli {
-
-namespace {
-
-constexpr const char* kTokenizerKey = "tokenizer";
-
-std::unique_ptr<Transformer> model_from(const nn::SafetensorsFile& file, const std::string& path,
-                                        float dropout, uint64_t seed) {
-  // The configuration first, from the header (checked against the tensors), so that the model
-  // has the file's shapes; then the weights, from the same reading of the file.
-  TransformerConfig config = TransformerConfig::from_checkpoint(file, path);
-  // The data readers and batching of this tool use the contract's special ids.
-  if (config.pad_id != data::kPad || config.bos_id != data::kBos || config.eos_id != data::kEos)
-    throw FormatError(fmt::format(
-        "checkpoint: {}: special ids pad {}, bos {}, eos {} differ from the {}, {}, {} this tool "
-        "reads and writes",
-        path, config.pad_id, config.bos_id, config.eos_id, data::kPad, data::kBos, data::kEos));
-  config.dropout = dropout;
-  Rng rng(seed);  // seeds the dropout masks; the initial values are overwritten by the file's
-  auto model = std::make_unique<Transformer>(config, rng);
-  nn::load_checkpoint(file, path, *model);
-  return model;
-}
-
-}  // namespace
-
-std::unique_ptr<Transformer> load_model(const std::string& path, float dropout, uint64_t seed) {
-  return model_from(nn::load_safetensors(path), path, dropout, seed);
-}
-
-void save_model(const std::string& path, const Transformer& model,
-                const data::Tokenizer* tokenizer) {
-  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-  if (!parent.empty()) std::filesystem::create_directories(parent);
-  std::map<std::string, std::string> metadata = model.config.to_metadata();
-  if (tokenizer) metadata[kTokenizerKey] = tokenizer->to_json();
-  nn::save_checkpoint(path, model, metadata);
-}
-
-Translator load_model_and_tokenizer(const std::string& path, float dropout, uint64_t seed) {
-  const nn::SafetensorsFile file = nn::load_safetensors(path);
-  Translator translator{model_from(file, path, dropout, seed), nullptr};
-  const auto it = file.metadata.find(kTokenizerKey);
-  if (it == file.metadata.end()) return translator;
-  try {
-    translator.tokenizer = data::tokenizer_from_json(it->second);
-  } catch (const std::exception& e) {
-    throw FormatError(fmt::format("checkpoint: {}: {}", path, e.what()));
-  }
-  if (translator.tokenizer->size() != translator.model->config.vocab_size)
-    throw FormatError(
-        fmt::format("checkpoint: {}: the tokenizer has {} tokens but the model's vocabulary has {}",
-                    path, translator.tokenizer->size(), translator.model->config.vocab_size));
-  return translator;
-}
-
-Translator load_translator(const std::string& path, float dropout, uint64_t seed) {
-  Translator translator = load_model_and_tokenizer(path, dropout, seed);
-  if (!translator.tokenizer)
-    throw FormatError(fmt::format(
-        "checkpoint: {}: holds no tokenizer, so it reads and writes token ids, not text (train "
-        "with --task translate or toy-translation for a model that reads text, or use "
-        "`transformer decode` with ids)",
-        path));
-  return translator;
-}
 
 std::vector<int32_t> parse_ids(const std::string& text, const std::string& what) {
   std::istringstream in(text);
@@ -115,6 +46,30 @@ std::vector<int32_t> own_translation(Transformer& model, const std::vector<int32
 
 std::string beside(const std::string& path, const std::string& suffix) {
   return std::filesystem::path(path).replace_extension().string() + suffix;
+}
+
+namespace {
+volatile std::sig_atomic_t stop_signal = 0;
+
+extern "C" void request_stop(int signal_number) {
+  if (stop_signal != 0) {
+    std::signal(signal_number, SIG_DFL);
+    std::raise(signal_number);
+  }
+  stop_signal = signal_number;
+}
+}  // namespace
+
+void stop_after_step_on_signals() {
+  struct sigaction action = {};
+  action.sa_handler = request_stop;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+}
+
+int pending_stop_signal() {
+  return stop_signal;
 }
 
 Progress::Progress(int64_t total)

@@ -1,5 +1,6 @@
-// Pieces the subcommands share: loading and saving a model with its configuration, reading
-// id lists from the command line, labels for token ids, and the progress bar.
+// Pieces the subcommands share: reading id lists from the command line, a model's own
+// translation, paths beside a checkpoint, stopping on a signal, and the progress bar. Loading and saving a model is
+// the library's (training/model_file.h).
 #pragma once
 
 #include <chrono>
@@ -10,30 +11,9 @@
 
 #include "data/tokenizer.h"
 #include "models/transformer.h"
+#include "training/model_file.h"
 
 namespace gf::cli {
-
-// A model rebuilt from a checkpoint: the configuration from its metadata, then the weights.
-// A checkpoint does not store dropout (a loaded model is for inference), so a model loaded to
-// train on passes its rate, and the seed of the generator that draws its masks.
-std::unique_ptr<Transformer> load_model(const std::string& path, float dropout = 0.0f,
-                                        uint64_t seed = 0);
-// A model trained on text also stores its tokenizer, as JSON under the metadata key
-// "tokenizer" (data/tokenizer.h), so that the checkpoint alone turns text into text.
-void save_model(const std::string& path, const Transformer& model,
-                const data::Tokenizer* tokenizer = nullptr);
-
-// A model with the tokenizer it was trained with (none for a model trained on ids).
-struct Translator {
-  std::unique_ptr<Transformer> model;
-  std::unique_ptr<data::Tokenizer> tokenizer;  // null when the checkpoint holds none
-};
-// Throws FormatError for a tokenizer whose size is not the model's vocabulary; dropout and
-// seed as for load_model.
-Translator load_model_and_tokenizer(const std::string& path, float dropout = 0.0f,
-                                    uint64_t seed = 0);
-// The same, and throws FormatError when the checkpoint holds no tokenizer.
-Translator load_translator(const std::string& path, float dropout = 0.0f, uint64_t seed = 0);
 
 // "5 6 7 2" -> {5, 6, 7, 2}. Throws std::invalid_argument naming `what` for anything else.
 std::vector<int32_t> parse_ids(const std::string& text, const std::string& what);
@@ -44,6 +24,13 @@ std::vector<int32_t> own_translation(Transformer& model, const std::vector<int32
 
 // path with its extension replaced: ("runs/copy.safetensors", ".loss.png") -> "runs/copy.loss.png"
 std::string beside(const std::string& path, const std::string& suffix);
+
+// From now on SIGINT (Ctrl-C) and SIGTERM ask the program to stop at its next safe point
+// instead of ending it; pending_stop_signal() tells which came (0: none). The handler only
+// records the signal, since saving is not async-signal-safe; a second signal while the first
+// is pending ends the program at once, in the default way.
+void stop_after_step_on_signals();
+int pending_stop_signal();
 
 // A one-line progress bar on stderr, redrawn at most ten times a second when stderr is a
 // terminal, and a plain line every tenth of the run otherwise (logs stay readable).

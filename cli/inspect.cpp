@@ -24,7 +24,7 @@ namespace gf::cli {
 // For each pair: -sum_t log P(tgt[t+1] | src, tgt[0..t]), the negative log-likelihood of the
 // target under the model, in nats. Dropout off, no smoothing: the model's own probabilities.
 int run_score(const ScoreOptions& o) {
-  auto model = load_model(o.ckpt);
+  auto model = training::load_model(o.ckpt);
   const data::PairsFile file = data::read_pairs(o.pairs);
   data::check_ids(file, static_cast<int32_t>(model->config.vocab_size));
   const int64_t max_len = model->config.max_len;
@@ -53,7 +53,7 @@ int run_decode(const DecodeOptions& o) {
   if (o.length_penalty < 0.0f)
     throw std::invalid_argument(
         fmt::format("--length-penalty must not be negative, got {}", o.length_penalty));
-  auto model = load_model(o.ckpt);
+  auto model = training::load_model(o.ckpt);
   const data::IdLines lines = data::read_id_lines(std::cin);
   data::check_ids(lines, static_cast<int32_t>(model->config.vocab_size));
   // Each line decoded alone, so that its output does not depend on the lines beside it.
@@ -167,7 +167,7 @@ int draw_kind(const Transformer& model, const Kind& k, const Labels& labels,
 // Heatmaps of every head of every layer for the three uses of attention (§3.2.3): rows are
 // queries, columns keys, each labelled with its token.
 int run_attention(const AttentionOptions& o) {
-  Translator loaded = load_model_and_tokenizer(o.ckpt);
+  training::ModelAndTokenizer loaded = training::load_model_and_tokenizer(o.ckpt);
   Transformer* model = loaded.model.get();
   const data::Tokenizer* tokenizer = loaded.tokenizer.get();
   const auto [src, tgt] = read_sentences(o, *model, tokenizer);

@@ -40,7 +40,7 @@ namespace {
 
 using namespace gf::cli;
 
-// Every command that runs the model takes --threads (train keeps its own in TrainOptions).
+// Every command that runs the model takes --threads (train keeps its own in its RunConfig).
 void add_threads(CLI::App& command, int& threads) {
   command.add_option("--threads", threads, kThreadsHelp)
       ->capture_default_str()
@@ -52,140 +52,6 @@ void add_threads(CLI::App& command, int& threads) {
 void add_fonts(CLI::App& command, std::vector<std::string>& fonts) {
   command.add_option("--font", fonts, "TrueType/OpenType font for the pictures' text (repeatable)")
       ->check(CLI::ExistingFile);
-}
-
-// train's flags, in the order --help lists them: the data first...
-void add_train_data(CLI::App& t, TrainOptions& o) {
-  t.add_option("--task", o.task,
-               "copy or reverse (generated ids), translate (sentence pairs from --data) or "
-               "toy-translation (the generated toy language)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"copy", "reverse", "translate", "toy-translation"}));
-  t.add_option("--data", o.data,
-               "translate: training pairs, lines SOURCE<TAB>TARGET (UTF-8; more columns ignored)")
-      ->check(CLI::ExistingFile);
-  t.add_option("--dev", o.dev, "translate: held-out pairs for BLEU during and after training")
-      ->check(CLI::ExistingFile);
-  t.add_option("--split", o.split, "toy-translation: random, compositional or length")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"random", "compositional", "length"}));
-  t.add_option("--tokenizer", o.tokenizer,
-               "Text tasks: bpe (one vocabulary shared by both languages, §5.1), word or char")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"bpe", "word", "char"}));
-  t.add_option("--batch-tokens", o.batch_tokens,
-               "Text tasks: padded tokens per batch; sentences of similar length go together")
-      ->capture_default_str();
-  t.add_option("--pairs", o.pairs,
-               "Train on FILE: lines SRC_IDS<TAB>TGT_IDS, TGT starting with bos 1")
-      ->check(CLI::ExistingFile);
-  t.add_option("--length", o.length, "Content length of generated sequences (the longest)")
-      ->capture_default_str();
-  t.add_option("--min-length", o.min_length, "Shortest generated content (default: --length)");
-  t.add_option("--init", o.init,
-               "Start from this checkpoint (its configuration is used; --dropout still applies)")
-      ->check(CLI::ExistingFile);
-}
-
-// ...then the model...
-void add_train_model(CLI::App& t, TrainOptions& o) {
-  // add_option_function converts the value itself, so "--layers x" is reported as a usage
-  // error; a hand-written std::stoll here would throw past CLI11 and abort the program.
-  t.add_option_function<int64_t>(
-      "--layers",
-      [&model = o.model](const int64_t& n) { model.encoder_layers = model.decoder_layers = n; },
-      "Encoder and decoder layers, N (default 2)");
-  t.add_option("--d-model", o.model.d_model, "Model width d_model")->capture_default_str();
-  t.add_option("--d-ff", o.model.d_ff, "Feed-forward width d_ff")->capture_default_str();
-  t.add_option("--heads", o.model.heads, "Attention heads h (must divide d_model)")
-      ->capture_default_str();
-  t.add_option("--vocab-size", o.vocab_size,
-               "Vocabulary size, ids 0-3 special (default: 11 for copy and reverse; for text, "
-               "the tokenizer's size, at most 8000)");
-  t.add_option("--max-len", o.model.max_len, "Longest sequence the model accepts")
-      ->capture_default_str();
-  t.add_flag("--tied{true},--no-tied{false}", o.model.tied,
-             "One matrix for both embeddings and the output projection (§3.4; the default)")
-      ->capture_default_str();
-  t.add_flag("--norm-first", o.model.norm_first, "Pre-norm layers (not in the paper)");
-  // CLI11 checks the value against the list before it calls the function.
-  t.add_option_function<std::string>(
-       "--positions",
-       [&model = o.model](const std::string& kind) { model.learned_positions = kind == "learned"; },
-       "sinusoidal (§3.5) or learned: a trained table of --max-len positions, the paper's "
-       "Table 3, row (E)")
-      ->default_str("sinusoidal")
-      ->check(CLI::IsMember({"sinusoidal", "learned"}));
-  t.add_option("--dropout", o.model.dropout, "Dropout rate (§5.4 uses 0.1)")->capture_default_str();
-}
-
-// ...then the optimisation, the evaluation during training and the checkpoints.
-void add_train_run(CLI::App& t, TrainOptions& o) {
-  t.add_option("--label-smoothing", o.label_smoothing, "Label smoothing epsilon (§5.4)")
-      ->capture_default_str();
-  t.add_option("--optimizer", o.optimizer, "adam or sgd")->capture_default_str();
-  t.add_option("--schedule", o.schedule,
-               "noam (warm-up then 1/sqrt(step), §5.3), cosine (warm-up then down to zero at the "
-               "last step) or constant (translate: cosine)")
-      ->capture_default_str();
-  t.add_option("--lr", o.lr,
-               "Factor of the noam schedule (default 0.3), the peak of the cosine or the constant "
-               "rate (default 1e-3)");
-  t.add_option("--warmup", o.warmup, "Warm-up steps of the noam and cosine schedules")
-      ->capture_default_str();
-  t.add_option("--clip", o.clip, "Clip the gradient norm to this (0: no clipping)")
-      ->capture_default_str();
-  t.add_option("--batch", o.batch, "Sequences per step")->capture_default_str();
-  t.add_option("--steps", o.steps,
-               "Training steps (with --resume: the total to reach, counting the saved ones)")
-      ->capture_default_str();
-  t.add_option("--minutes", o.minutes,
-               "Train for about this many minutes: the speed of the first batches sets --steps, "
-               "and the run then equals the one --steps gives (it prints the number)");
-  t.add_option("--average", o.average,
-               "At the end, also try the average of the weights at the last N checkpoints, "
-               "taken every 2% of the run, and keep it if it scores better (translate: 5)");
-  t.add_option("--eval-every", o.eval_every,
-               "Check the model every N steps: exact copies, or BLEU on the dev set, keeping "
-               "the best weights (0: at the end; translate with --dev: a tenth of the run)")
-      ->capture_default_str();
-  t.add_option("--eval-count", o.eval_count,
-               "Sequences decoded for the checks during training (fresh ones for generated "
-               "tasks, dev pairs spread over the file for text)")
-      ->capture_default_str();
-  t.add_option("--snapshots", o.snapshots,
-               "For the run's page (NAME.html): how many times to record the attention of one "
-               "dev sentence and the dev metric, evenly spaced from step 0 (0: never)")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 1000));
-  t.add_option("--seed", o.seed, "Random seed: the same seed gives the same run")
-      ->check(kSeed)
-      ->capture_default_str();
-  t.add_option("--threads", o.threads, kThreadsHelp)->capture_default_str();
-  t.add_option("--save", o.save,
-               "Checkpoint to write; beside it go the training state (NAME.train-state."
-               "safetensors, for --resume), the curves and the run's page NAME.html (default "
-               "with --resume: the checkpoint resumed)")
-      ->capture_default_str();
-  t.add_option("--resume", o.resume,
-               "Continue the run saved in this checkpoint and its training state, exactly as "
-               "if it had not stopped; --steps is then the total step to reach. Data, "
-               "optimizer and schedule flags are taken from the saved run. Ctrl-C (SIGINT) or "
-               "SIGTERM stops a run after its current step, saved, with exit status 130 or 143")
-      ->check(CLI::ExistingFile);
-  t.add_option("--save-every", o.save_every,
-               "Also save every N steps, so that a crash loses at most N (0: only at the end, "
-               "on Ctrl-C or SIGTERM, and when a loss or gradient is not finite)")
-      ->capture_default_str();
-  t.add_option("--log-losses", o.log_losses,
-               "Write every step's loss to FILE, lines STEP<TAB>LOSS (exact float text)");
-}
-
-void add_train(CLI::App& app, TrainOptions& o) {
-  CLI::App& t = *app.add_subcommand("train", "Train on a generated task or a file of id pairs");
-  add_train_data(t, o);
-  add_train_model(t, o);
-  add_train_run(t, o);
 }
 
 void add_score(CLI::App& app, ScoreOptions& o, int& threads) {
@@ -295,7 +161,7 @@ void add_generate(CLI::App& app, GenerateOptions& o) {
 
 // What the command line can set: the options of every command.
 struct Options {
-  TrainOptions train;
+  gf::training::RunConfig train;
   ScoreOptions score;
   DecodeOptions decode;
   AttentionOptions attention;
@@ -326,12 +192,7 @@ int dispatch(CLI::App& app, Options& o) {
   try {
     if (o.threads != 0) gf::kernels::set_num_threads(o.threads);
     if (!o.fonts.empty()) gf::viz::use_font_files(o.fonts);
-    if (app.got_subcommand("train")) {
-      for (const CLI::Option* option : app.get_subcommand("train")->get_options())
-        if (option->count() > 0 && !option->get_lnames().empty())
-          o.train.given.insert(option->get_lnames().front());
-      return run_train(o.train);
-    }
+    if (app.got_subcommand("train")) return run_train(o.train);
     if (app.got_subcommand("score")) return run_score(o.score);
     if (app.got_subcommand("decode")) return run_decode(o.decode);
     if (app.got_subcommand("attention")) return run_attention(o.attention);
@@ -352,7 +213,7 @@ int main(int argc, char** argv) {
   CLI::App app{"transformer: the encoder-decoder of \"Attention Is All You Need\", for learning."};
   app.require_subcommand(1);
   Options o;
-  add_train(app, o.train);
+  add_train_command(app, o.train, kSeed, kThreadsHelp);
   add_score(app, o.score, o.threads);
   add_decode(app, o.decode, o.threads);
   add_attention(app, o.attention, o.threads);

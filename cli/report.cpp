@@ -1,8 +1,6 @@
 // `transformer report`: the page of a run (viz/run_page.h) for any checkpoint, with the curves,
 // snapshots and timings of its training state when one lies beside it, and the attention of
 // the sentences given with --src.
-#include "cli/report.h"
-
 #include <fmt/format.h>
 
 #include <cmath>
@@ -14,23 +12,13 @@
 #include "cli/common.h"
 #include "data/pair.h"
 #include "data/parallel_corpus.h"
+#include "training/model_file.h"
 #include "training/resume.h"
+#include "training/run_page.h"
 
 namespace gf::cli {
 
 namespace {
-
-// The options of a run, in the order a reader looks for them, as "--flag" rows; those left at
-// "no value" (an empty path, a 0 that means "none" or "the default") are left out.
-viz::Facts option_facts(const nn::Metadata& options, std::initializer_list<const char*> flags) {
-  viz::Facts facts;
-  for (const char* flag : flags) {
-    const auto it = options.find(flag);
-    if (it == options.end() || it->second.empty() || it->second == "0") continue;
-    facts.emplace_back(fmt::format("--{}", flag), it->second);
-  }
-  return facts;
-}
 
 // The ids of a --src: text through the tokenizer (which adds eos), or ids as given.
 std::vector<int32_t> source_ids(const std::string& text, const Transformer& model,
@@ -49,35 +37,8 @@ std::vector<int32_t> source_ids(const std::string& text, const Transformer& mode
 
 }  // namespace
 
-viz::RunPage run_page_of(const std::string& checkpoint, const Transformer& model,
-                         const nn::Metadata& options, std::span<const float> losses,
-                         std::span<const float> rates, const training::PageHistory& history) {
-  viz::RunPage page;
-  page.title = checkpoint;
-  const auto task = options.find("task");
-  page.subtitle = task == options.end()
-                      ? "a checkpoint without its training state"
-                      : fmt::format("{} task, {} steps", task->second, losses.size());
-  // Each kind of task has its own data flags: those of the other kinds keep their defaults in
-  // the options and would only mislead here.
-  const bool text =
-      task != options.end() && (task->second == "translate" || task->second == "toy-translation");
-  page.configuration = training::model_facts(model);
-  for (auto& fact : option_facts(
-           options, {"optimizer", "schedule", "lr", "warmup", text ? "batch-tokens" : "batch",
-                     "label-smoothing", "dropout", "clip", "seed"}))
-    page.configuration.push_back(std::move(fact));
-  page.data =
-      text ? option_facts(options, {"task", "data", "dev", "split", "tokenizer", "vocab-size"})
-           : option_facts(options, {"task", "pairs", "min-length", "length"});
-  page.curves = training::training_curves(losses, rates, history);
-  page.timings = training::timing_facts(history, std::ssize(losses));
-  page.snapshots = history.snapshots;
-  return page;
-}
-
 int run_report(const ReportOptions& o) {
-  Translator loaded = load_model_and_tokenizer(o.ckpt);
+  training::ModelAndTokenizer loaded = training::load_model_and_tokenizer(o.ckpt);
   Transformer& model = *loaded.model;
   const data::Tokenizer* tokenizer = loaded.tokenizer.get();
   std::optional<training::TrainState> state;
@@ -86,9 +47,12 @@ int run_report(const ReportOptions& o) {
   const training::PageHistory history =
       state && !state->page.empty() ? training::PageHistory::from_json(state->page, state_path)
                                     : training::PageHistory{};
+  const nn::Metadata settings = state ? state->options : nn::Metadata{};
+  const std::vector<float> losses = state ? state->losses : std::vector<float>{},
+                           rates = state ? state->rates : std::vector<float>{};
   viz::RunPage page =
-      state ? run_page_of(o.ckpt, model, state->options, state->losses, state->rates, history)
-            : run_page_of(o.ckpt, model, {}, {}, {}, history);
+      training::run_page(training::trained_run_header(o.ckpt, settings, std::ssize(losses)), model,
+                         losses, rates, history);
 
   // Each --src with the model's own translation: its attention, and the output as a sample
   // (there is no reference to score it against).

@@ -30,7 +30,7 @@ void check_decoding(int64_t beam, float length_penalty) {
 // blank line, so that outputs stay in step with inputs).
 int run_translate(const TranslateOptions& o) {
   check_decoding(o.beam, o.length_penalty);
-  Translator translator = load_translator(o.ckpt);
+  training::ModelAndTokenizer translator = training::load_translator(o.ckpt);
   std::vector<std::string> lines;
   std::string line;
   for (int64_t number = 1; std::getline(std::cin, line); ++number) {
@@ -59,7 +59,7 @@ int run_translate(const TranslateOptions& o) {
 // the aligned word.
 int run_eval(const EvalOptions& o) {
   check_decoding(o.beam, o.length_penalty);
-  Translator translator = load_translator(o.ckpt);
+  training::ModelAndTokenizer translator = training::load_translator(o.ckpt);
   // Checked before decoding the whole file, not after.
   if (o.alignment_layer < 0 || o.alignment_layer > translator.model->config.decoder_layers)
     throw std::invalid_argument(

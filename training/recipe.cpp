@@ -49,7 +49,7 @@ std::optional<TextRecipe> text_recipe(const CorpusFacts& facts) {
                               .dropout = 0.1f,
                               .norm_first = true},
                     .vocab_size = (base + merges + 99) / 100 * 100,
-                    .schedule = "cosine",
+                    .schedule = ScheduleKind::Cosine,
                     .peak_lr = peak_lr_for(128),
                     .warmup = 200,
                     .label_smoothing = 0.1f,

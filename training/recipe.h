@@ -20,6 +20,7 @@
 
 #include "data/sentence_pairs.h"
 #include "models/transformer.h"
+#include "training/choices.h"
 
 namespace gf::training {
 
@@ -35,7 +36,7 @@ CorpusFacts corpus_facts(const data::SentencePairsFile& train);
 struct TextRecipe {
   TransformerConfig model;  // vocab_size 0: the tokenizer's size
   int64_t vocab_size = 0;   // byte-pair vocabulary, specials and bytes included
-  std::string schedule = "cosine";
+  ScheduleKind schedule = ScheduleKind::Cosine;
   float peak_lr = 0.0f;  // for model.d_model; peak_lr_for gives it for another width
   int64_t warmup = 0;
   float label_smoothing = 0.0f;

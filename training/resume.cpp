@@ -75,12 +75,16 @@ std::string train_state_path(const std::string& checkpoint) {
 }
 
 std::string weights_digest(const nn::Module& model) {
+  return weights_digest(model.named_parameters());
+}
+
+std::string weights_digest(const nn::NamedTensors& weights) {
   uint64_t hash = 0xcbf29ce484222325ull;
   const auto mix = [&hash](const void* bytes, size_t n) {
     const auto* p = static_cast<const unsigned char*>(bytes);
     for (size_t i = 0; i < n; ++i) hash = (hash ^ p[i]) * 0x100000001b3ull;
   };
-  for (const auto& [name, tensor] : model.named_parameters()) {
+  for (const auto& [name, tensor] : weights) {
     mix(name.data(), name.size() + 1);  // with the terminating zero, so names cannot run on
     for (const int64_t dim : tensor.shape()) mix(&dim, sizeof dim);
     mix(tensor.data(), static_cast<size_t>(tensor.numel()) * sizeof(float));

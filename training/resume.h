@@ -67,6 +67,7 @@ std::string train_state_path(const std::string& checkpoint);
 
 // 64-bit FNV-1a over every parameter's name, shape and bytes, in hexadecimal.
 std::string weights_digest(const nn::Module& model);
+std::string weights_digest(const nn::NamedTensors& weights);  // the same, of weights by name
 
 // The state of a run at this point, with the losses and rates so far and its settings.
 TrainState capture(const nn::Module& model, const Trainer& trainer,

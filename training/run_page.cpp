@@ -62,10 +62,6 @@ std::vector<std::string> named(std::span<const int32_t> ids, const TokenNames& n
   return out;
 }
 
-std::string joined(std::span<const int32_t> ids, const TokenNames& names) {
-  return fmt::format("{}", fmt::join(named(ids, names), " "));
-}
-
 using nlohmann::json;
 
 // Attention weights are kept in thousandths, as the page shows them (viz/run_page.h): a
@@ -138,6 +134,10 @@ TokenNames token_names(const data::Tokenizer* tokenizer, const TransformerConfig
     if (id == data::kUnk) return "<unk>";
     return std::to_string(id);
   };
+}
+
+std::string token_text(std::span<const int32_t> ids, const TokenNames& names) {
+  return fmt::format("{}", fmt::join(named(ids, names), " "));
 }
 
 viz::AttentionMaps attention_maps(Transformer& model, std::span<const int32_t> src,
@@ -277,13 +277,67 @@ std::vector<viz::Curve> training_curves(std::span<const float> losses, std::span
 viz::Facts timing_facts(const PageHistory& history, int64_t steps) {
   const double seconds = history.training_seconds;
   if (seconds <= 0.0 || steps <= 0) return {};
-  return {{"training", seconds_text(seconds)},
-          {"per step", fmt::format("{:.1f} ms", 1000.0 * seconds / static_cast<double>(steps))},
-          {"target tokens per second",
-           fmt::format("{:.0f}", static_cast<double>(history.target_tokens) / seconds)},
-          {"sequences per second",
-           fmt::format("{:.0f}", static_cast<double>(history.sequences) / seconds)},
-          {"checks and snapshots", seconds_text(history.checking_seconds)}};
+  viz::Facts facts = {
+      {"training", seconds_text(seconds)},
+      {"per step", fmt::format("{:.1f} ms", 1000.0 * seconds / static_cast<double>(steps))}};
+  if (history.target_tokens > 0)
+    facts.emplace_back("target tokens per second",
+                       fmt::format("{:.0f}", static_cast<double>(history.target_tokens) / seconds));
+  if (history.sequences > 0)
+    facts.emplace_back("sequences per second",
+                       fmt::format("{:.0f}", static_cast<double>(history.sequences) / seconds));
+  facts.emplace_back("checks and snapshots", seconds_text(history.checking_seconds));
+  return facts;
+}
+
+namespace {
+
+// The settings of a run, in the order a reader looks for them, as "--flag" rows; those left at
+// "no value" (an empty path, a 0 that means "none" or "the default") are left out.
+viz::Facts setting_facts(const nn::Metadata& settings, std::initializer_list<const char*> flags) {
+  viz::Facts facts;
+  for (const char* flag : flags) {
+    const auto it = settings.find(flag);
+    if (it == settings.end() || it->second.empty() || it->second == "0") continue;
+    facts.emplace_back(fmt::format("--{}", flag), it->second);
+  }
+  return facts;
+}
+
+}  // namespace
+
+RunPageHeader trained_run_header(const std::string& checkpoint, const nn::Metadata& settings,
+                                 int64_t steps) {
+  const auto task = settings.find("task");
+  // Each kind of task has its own data flags: those of the other kinds keep their defaults in
+  // the settings and would only mislead here.
+  const bool text =
+      task != settings.end() && (task->second == "translate" || task->second == "toy-translation");
+  return {.title = checkpoint,
+          .subtitle = task == settings.end()
+                          ? "a checkpoint without its training state"
+                          : fmt::format("{} task, {} steps", task->second, steps),
+          .settings = setting_facts(
+              settings, {"optimizer", "schedule", "lr", "warmup", text ? "batch-tokens" : "batch",
+                         "label-smoothing", "dropout", "clip", "seed"}),
+          .data = text ? setting_facts(settings,
+                                       {"task", "data", "dev", "split", "tokenizer", "vocab-size"})
+                       : setting_facts(settings, {"task", "pairs", "min-length", "length"})};
+}
+
+viz::RunPage run_page(const RunPageHeader& header, const Transformer& model,
+                      std::span<const float> losses, std::span<const float> rates,
+                      const PageHistory& history) {
+  viz::RunPage page{.title = header.title,
+                    .subtitle = header.subtitle,
+                    .configuration = model_facts(model),
+                    .data = header.data};
+  page.configuration.insert(page.configuration.end(), header.settings.begin(),
+                            header.settings.end());
+  page.curves = training_curves(losses, rates, history);
+  page.timings = timing_facts(history, std::ssize(losses));
+  page.snapshots = history.snapshots;
+  return page;
 }
 
 std::vector<viz::Sample> translation_samples(Transformer& model, const data::Tokenizer& tokenizer,
@@ -316,9 +370,9 @@ std::vector<viz::Sample> sequence_samples(Transformer& model, std::span<const da
     std::span<const int32_t> reference = std::span<const int32_t>(p.tgt).subspan(1);
     if (!reference.empty() && reference.back() == model.config.eos_id)
       reference = reference.first(reference.size() - 1);
-    samples.push_back({.source = joined(p.src, names),
-                       .reference = joined(reference, names),
-                       .output = joined(outputs[i], names),
+    samples.push_back({.source = token_text(p.src, names),
+                       .reference = token_text(reference, names),
+                       .output = token_text(outputs[i], names),
                        .score = exact ? 1.0 : 0.0});
   }
   return samples;

@@ -23,6 +23,8 @@ namespace gf::training {
 // plain ids "<pad>", "<s>", "</s>", "<unk>" and the number.
 using TokenNames = std::function<std::string(int32_t id)>;
 TokenNames token_names(const data::Tokenizer* tokenizer, const TransformerConfig& config);
+// The names of ids, separated by spaces: "<s> 5 6 7 </s>".
+std::string token_text(std::span<const int32_t> ids, const TokenNames& names);
 
 // Every attention map of one pair from a teacher-forced forward pass with dropout off
 // (viz::AttentionMaps says which tokens label what). src is the encoder's input; tgt starts
@@ -82,11 +84,31 @@ class PageRecorder {
 // ("d_model", "64"), ... for a model: its configuration and its parameter count.
 viz::Facts model_facts(const Transformer& model);
 
+// What a run's page says of the run beside the model: its title, its settings (shown after the
+// model's facts) and its data.
+struct RunPageHeader {
+  std::string title, subtitle;
+  viz::Facts settings, data;
+};
+
+// The header of a run of `transformer train` from the settings its training state keeps
+// (training/run_config.h: to_metadata), or of a checkpoint without one (settings empty).
+RunPageHeader trained_run_header(const std::string& checkpoint, const nn::Metadata& settings,
+                                 int64_t steps);
+
+// The parts of a run's page that every run has: the header, the model's facts, the curves, the
+// timings and the attention snapshots of the history. What only the run knows (samples beside
+// their references, the attention of chosen pairs) its caller adds.
+viz::RunPage run_page(const RunPageHeader& header, const Transformer& model,
+                      std::span<const float> losses, std::span<const float> rates,
+                      const PageHistory& history);
+
 // The loss (log axis), the learning rate and, when the history has one, the dev metric.
 std::vector<viz::Curve> training_curves(std::span<const float> losses, std::span<const float> rates,
                                         const PageHistory& history);
 
-// Seconds and speeds: "training", "steps per second", "target tokens per second", ...
+// Seconds and speeds: "training", "per step", "target tokens per second", ... (the speeds in
+// tokens and sequences only when the history counted them).
 viz::Facts timing_facts(const PageHistory& history, int64_t steps);
 
 // Translations of the pairs' sources (greedy) beside their references, each scored with

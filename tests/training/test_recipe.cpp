@@ -59,7 +59,7 @@ TEST_CASE("the recipe is for real text and sizes the vocabulary to the corpus",
   REQUIRE(german);
   CHECK(german->vocab_size == 4100);
   CHECK(german->model.norm_first);
-  CHECK(german->schedule == "cosine");
+  CHECK(german->schedule == ScheduleKind::Cosine);
   CHECK(german->peak_lr == Approx(2e-3));
   CHECK(peak_lr_for(512) == Approx(1e-3));  // four times the width, half the rate
   CHECK(peak_lr_for(256) == Approx(2e-3 / std::sqrt(2.0)));

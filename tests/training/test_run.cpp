@@ -1,0 +1,163 @@
+// A training run driven from the library (training::Run), as a lesson or a page drives it:
+// step by step, stopped and saved part way, resumed. It must write what `transformer train`
+// writes, and a resumed run must take the steps of the run that never stopped.
+#include <sys/wait.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "tests/support/program.h"
+#include "tests/support/temp_dir.h"
+#include "training/resume.h"
+#include "training/run.h"
+
+using namespace gf;
+using namespace gf::training;
+using gf::testing::TempDir;
+
+namespace {
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  REQUIRE(in);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// Runs `transformer train FLAGS` in dir (flags without quotes), its output to files there.
+void train_with_the_command(const std::string& flags, const TempDir& dir) {
+  std::string command = "cd '" + dir.path().string() + "' &&";
+  for (const std::string& word : gf::testing::program_command(
+           (std::filesystem::path(GRADFORMER_BIN_DIR) / "transformer").string()))
+    command += " " + word;
+  command += " train " + flags + " >stdout 2>stderr";
+  const int raw = std::system(command.c_str());
+  INFO(command << "\n" << file_bytes(dir.file("stderr")));
+  REQUIRE(WIFEXITED(raw));
+  REQUIRE(WEXITSTATUS(raw) == 0);
+}
+
+// Takes the run's steps up to `last`, as a driver does.
+void steps_until(Run& run, int64_t last) {
+  while (run.steps_done() < last) run.step();
+}
+
+// Everything in two training states but the page's timings: the same run, continued the same.
+void require_same_state(const std::string& a_path, const std::string& b_path) {
+  const TrainState a = load_train_state(a_path), b = load_train_state(b_path);
+  CHECK(a.step == b.step);
+  CHECK(a.batches.batches == b.batches.batches);
+  CHECK(a.batches.epoch_start == b.batches.epoch_start);
+  CHECK(a.batches.next == b.batches.next);
+  CHECK(a.batches.in_epoch == b.batches.in_epoch);
+  CHECK(a.eval == b.eval);
+  CHECK(a.dropout == b.dropout);
+  CHECK(a.optimizer_step == b.optimizer_step);
+  CHECK(a.weights == b.weights);
+  CHECK(weights_digest(a.optimizer) == weights_digest(b.optimizer));
+  CHECK(a.losses == b.losses);
+  CHECK(a.rates == b.rates);
+  CHECK(a.options == b.options);
+}
+
+}  // namespace
+
+TEST_CASE("a text run driven by the library, stopped and resumed, writes the command's bytes",
+          "[training][run]") {
+  // A small model on the generated toy language, with a check at step 8 (keeping the best
+  // weights) and the char tokenizer learned from the pairs: every part of a text run.
+  const std::string flags =
+      "--task toy-translation --tokenizer char --d-model 32 --d-ff 64 --heads 2 --layers 1 "
+      "--batch-tokens 300 --warmup 5 --steps 12 --eval-every 8 --eval-count 8 --snapshots 2 "
+      "--seed 4 --log-losses losses.tsv";
+  TempDir cli("run_cli"), lib("run_lib");
+  train_with_the_command(flags, cli);
+
+  RunConfig config;
+  config.task = Task::ToyTranslation;
+  config.tokenizer = TokenizerKind::Char;
+  config.batch_tokens = 300;
+  config.d_model = 32;
+  config.d_ff = 64;
+  config.heads = 2;
+  config.layers = 1;
+  config.warmup = 5;
+  config.steps = 12;
+  config.seed = 4;
+  config.eval_every = 8;
+  config.eval_count = 8;
+  config.snapshots = 2;
+  config.save = lib.file("model.safetensors");
+  config.log_losses = lib.file("losses.tsv");
+  {
+    Run first(config);
+    steps_until(first, 5);  // stopped part way, as Ctrl-C stops the command
+    first.save();
+  }
+  RunConfig resumed;
+  resumed.steps = 12;
+  resumed.eval_count = 8;
+  resumed.snapshots = 2;
+  resumed.log_losses = lib.file("losses.tsv");
+  resumed.resume = lib.file("model.safetensors");
+  Run run(resumed);
+  REQUIRE(run.steps_done() == 5);
+  steps_until(run, 12);
+  REQUIRE(run.finished());
+  run.choose_weights_and_save();
+
+  CHECK(file_bytes(lib.file("model.safetensors")) == file_bytes(cli.file("out/model.safetensors")));
+  CHECK(file_bytes(lib.file("losses.tsv")) == file_bytes(cli.file("losses.tsv")));
+  require_same_state(lib.file("model.train-state.safetensors"),
+                     cli.file("out/model.train-state.safetensors"));
+}
+
+TEST_CASE("a cosine run resumed with fewer steps than planned keeps the planned rates",
+          "[training][run]") {
+  // Planned for 60 steps: the rate falls to zero at step 60. Stopped at step 25 and resumed
+  // to step 40, the run must take the planned run's first 40 steps, not a schedule that ends
+  // at 40 (its rate would be 0 at step 40, and lower at every step after the stop).
+  TempDir dir("run_cosine");
+  RunConfig planned;
+  planned.task = Task::Copy;
+  planned.length = 6;
+  planned.batch = 16;
+  planned.d_model = 32;
+  planned.d_ff = 64;
+  planned.heads = 2;
+  planned.layers = 1;
+  planned.schedule = ScheduleKind::Cosine;
+  planned.warmup = 10;
+  planned.steps = 60;
+  planned.eval_count = 10;
+  planned.snapshots = 0;
+  RunConfig whole_config = planned;
+  whole_config.save = dir.file("whole.safetensors");
+  Run whole(whole_config);
+  steps_until(whole, 60);
+
+  RunConfig first_config = planned;
+  first_config.save = dir.file("stopped.safetensors");
+  {
+    Run first(first_config);
+    steps_until(first, 25);
+    first.save();
+  }
+  RunConfig resumed;
+  resumed.steps = 40;
+  resumed.eval_count = 10;
+  resumed.snapshots = 0;
+  resumed.resume = dir.file("stopped.safetensors");
+  Run run(resumed);
+  steps_until(run, 40);
+
+  const std::vector<float> planned_rates(whole.rates().begin(), whole.rates().begin() + 40);
+  const std::vector<float> planned_losses(whole.losses().begin(), whole.losses().begin() + 40);
+  CHECK(run.rates() == planned_rates);
+  CHECK(run.losses() == planned_losses);
+  CHECK(run.rates().back() > 0.0f);
+}
