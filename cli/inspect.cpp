@@ -128,37 +128,27 @@ int draw_kind(const Transformer& model, const Kind& k, const Labels& labels,
               const std::string& out) {
   const bool queries_from_target = k.kind != AttentionKind::EncoderSelf;
   const bool keys_from_target = k.kind == AttentionKind::DecoderSelf;
+  const viz::HeatmapOptions panel{
+      .row_labels = queries_from_target ? labels.next : labels.src,
+      .col_labels = keys_from_target ? labels.read : labels.src,
+      .row_axis = queries_from_target ? "target query (the token it predicts)" : "source (query)",
+      .col_axis = keys_from_target ? "target (key: the token read)" : "source (key)",
+      .colour_bar = false};
   int written = 0;
-  std::vector<viz::Image> panels;
   const std::vector<Tensor> maps = model.attention(k.kind);
-  for (size_t layer = 0; layer < maps.size(); ++layer) {
-    const Tensor& probs = maps[layer];  // [1, H, T, S]
-    for (int64_t head = 0; head < probs.dim(1); ++head) {
-      const Tensor matrix = reshape(slice(probs, 1, head, head + 1), {probs.dim(2), probs.dim(3)});
-      const viz::HeatmapOptions options{
-          .title = fmt::format("{}, layer {}, head {}", k.title, layer + 1, head + 1),
-          .row_labels = queries_from_target ? labels.next : labels.src,
-          .col_labels = keys_from_target ? labels.read : labels.src,
-          .row_axis =
-              queries_from_target ? "target query (the token it predicts)" : "source (query)",
-          .col_axis = keys_from_target ? "target (key: the token read)" : "source (key)",
-          .value_label = "attention weight"};
-      viz::Image image = viz::heatmap(matrix, options);
-      viz::write_png(image,
+  for (size_t layer = 0; layer < maps.size(); ++layer)
+    for (int64_t head = 0; head < maps[layer].dim(1); ++head) {
+      viz::HeatmapOptions alone = panel;
+      alone.title = fmt::format("{}, layer {}, head {}", k.title, layer + 1, head + 1);
+      alone.value_label = "attention weight";
+      alone.colour_bar = true;
+      viz::write_png(viz::heatmap(maps[layer], head, alone),
                      fmt::format("{}/{}_layer{}_head{}.png", out, k.file, layer + 1, head + 1));
       ++written;
-      panels.push_back(
-          viz::heatmap(matrix, {.title = fmt::format("layer {}, head {}", layer + 1, head + 1),
-                                .row_labels = options.row_labels,
-                                .col_labels = options.col_labels,
-                                .row_axis = options.row_axis,
-                                .col_axis = options.col_axis,
-                                .colour_bar = false}));
     }
-  }
-  viz::write_png(viz::grid(panels, model.config.heads,
-                           fmt::format("{}: layers (rows) x heads (columns)", k.title)),
-                 fmt::format("{}/{}_grid.png", out, k.file));
+  viz::write_png(
+      viz::attention_grid(maps, panel, fmt::format("{}: layers (rows) x heads (columns)", k.title)),
+      fmt::format("{}/{}_grid.png", out, k.file));
   return written + 1;
 }
 

@@ -366,12 +366,18 @@ Tensor Transformer::forward(const IndexTensor& src, const IndexTensor& tgt_in) {
   return generate(decode(tgt_in, memory, src_mask, nn::target_mask(tgt_in, config.pad_id)));
 }
 
-void Transformer::record_attention(bool on) {
-  for (auto& layer : encoder.layers) layer->self_attn.record_attention = on;
+std::vector<nn::MultiHeadAttention*> Transformer::attention_modules() {
+  std::vector<nn::MultiHeadAttention*> modules;
+  for (auto& layer : encoder.layers) modules.push_back(&layer->self_attn);
   for (auto& layer : decoder.layers) {
-    layer->self_attn.record_attention = on;
-    layer->cross_attn.record_attention = on;
+    modules.push_back(&layer->self_attn);
+    modules.push_back(&layer->cross_attn);
   }
+  return modules;
+}
+
+void Transformer::record_attention(bool on) {
+  for (nn::MultiHeadAttention* attention : attention_modules()) attention->record_attention = on;
 }
 
 std::vector<Tensor> Transformer::attention(AttentionKind kind) const {

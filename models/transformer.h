@@ -146,7 +146,11 @@ class Transformer : public nn::Module {
   // from the ids: padding in src and tgt_in, and the look-ahead mask in the decoder.
   Tensor forward(const IndexTensor& src, const IndexTensor& tgt_in);
 
-  // Keep (or stop keeping) every attention module's last probabilities.
+  // Every attention module: each encoder layer's self-attention, then each decoder layer's
+  // self- and cross-attention.
+  std::vector<nn::MultiHeadAttention*> attention_modules();
+  // Keep (or stop keeping) every attention module's last probabilities; for a scope that
+  // restores them, nn::RecordingAttention recording(model.attention_modules()).
   void record_attention(bool on);
   // The probabilities of the last forward: one [B, H, T, S] tensor per layer.
   std::vector<Tensor> attention(AttentionKind kind) const;

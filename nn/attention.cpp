@@ -141,4 +141,16 @@ Tensor MultiHeadAttention::cross_attend_cached(const Tensor& query, const Tensor
   return attend(query, cache.k, cache.v, mask);
 }
 
+RecordingAttention::RecordingAttention(std::vector<MultiHeadAttention*> modules) {
+  for (MultiHeadAttention* attention : modules) {
+    was_recording_.emplace_back(attention, attention->record_attention);
+    attention->record_attention = true;
+  }
+}
+
+RecordingAttention::~RecordingAttention() {
+  for (auto& [attention, was_recording] : was_recording_)
+    attention->record_attention = was_recording;
+}
+
 }  // namespace gf::nn

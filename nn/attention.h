@@ -18,6 +18,8 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 #include "autograd/random.h"
 #include "autograd/tensor.h"
@@ -92,6 +94,19 @@ class MultiHeadAttention : public Module {
   void check_shapes(const Tensor& query, const Tensor& memory) const;
   // Attention of query [B, T, D] over projected keys and values [B, S, D], then W^O.
   Tensor attend(const Tensor& query, const Tensor& keys, const Tensor& values, const Tensor& mask);
+};
+
+// Sets record_attention on some attention modules for a scope, and gives each its own setting
+// back at the end of it: RecordingAttention recording(model.attention_modules());
+class RecordingAttention {
+ public:
+  explicit RecordingAttention(std::vector<MultiHeadAttention*> modules);
+  ~RecordingAttention();
+  RecordingAttention(const RecordingAttention&) = delete;
+  RecordingAttention& operator=(const RecordingAttention&) = delete;
+
+ private:
+  std::vector<std::pair<MultiHeadAttention*, bool>> was_recording_;
 };
 
 }  // namespace gf::nn

@@ -21,22 +21,6 @@ namespace gf::training {
 
 namespace {
 
-// Keeps one attention module's probabilities for a scope, and its own setting back afterwards.
-class RecordingScope {
- public:
-  explicit RecordingScope(nn::MultiHeadAttention& attention)
-      : attention_(attention), was_recording_(attention.record_attention) {
-    attention_.record_attention = true;
-  }
-  ~RecordingScope() { attention_.record_attention = was_recording_; }
-  RecordingScope(const RecordingScope&) = delete;
-  RecordingScope& operator=(const RecordingScope&) = delete;
-
- private:
-  nn::MultiHeadAttention& attention_;
-  bool was_recording_;
-};
-
 // Each source text's ids, then eos, as the model reads them. Throws std::invalid_argument naming
 // the sentence for one longer than the model's max_len.
 std::vector<std::vector<int32_t>> encode_sources(const Transformer& model,
@@ -249,7 +233,7 @@ data::AlignmentScore score_alignment(Transformer& model, const data::Tokenizer& 
   // Only the layer scored keeps its weights (a copy each time: nn/attention.h).
   nn::MultiHeadAttention& cross = model.decoder.layers[chosen]->cross_attn;
   nn::EvalScope eval(model);
-  RecordingScope recording(cross);
+  nn::RecordingAttention recording({&cross});
   NoGrad no_grad;
   data::AlignmentScore score;
   for (size_t i = 0; i < file.pairs.size(); ++i) {

@@ -18,31 +18,6 @@ namespace gf::training {
 
 namespace {
 
-// Every attention module of the model records its probabilities for a scope; each gets its
-// own setting back afterwards.
-class RecordingAll {
- public:
-  explicit RecordingAll(Transformer& model) {
-    for (auto& layer : model.encoder.layers) keep(layer->self_attn);
-    for (auto& layer : model.decoder.layers) {
-      keep(layer->self_attn);
-      keep(layer->cross_attn);
-    }
-  }
-  ~RecordingAll() {
-    for (auto& [attention, was_recording] : saved_) attention->record_attention = was_recording;
-  }
-  RecordingAll(const RecordingAll&) = delete;
-  RecordingAll& operator=(const RecordingAll&) = delete;
-
- private:
-  void keep(nn::MultiHeadAttention& attention) {
-    saved_.emplace_back(&attention, attention.record_attention);
-    attention.record_attention = true;
-  }
-  std::vector<std::pair<nn::MultiHeadAttention*, bool>> saved_;
-};
-
 // Each layer's [1, H, T, S] probabilities as [layer][head] -> the T x S values.
 viz::AttentionMaps::Matrices per_head(const std::vector<Tensor>& layers) {
   viz::AttentionMaps::Matrices matrices;
@@ -147,7 +122,7 @@ viz::AttentionMaps attention_maps(Transformer& model, std::span<const int32_t> s
         "attention maps: the target needs <s> and at least one more token, not {}", tgt.size()));
   const std::span<const int32_t> read = tgt.first(tgt.size() - 1), next = tgt.subspan(1);
   nn::EvalScope eval(model);
-  RecordingAll recording(model);
+  nn::RecordingAttention recording(model.attention_modules());
   NoGrad no_grad;
   model.forward(IndexTensor::from({1, std::ssize(src)}, {src.begin(), src.end()}),
                 IndexTensor::from({1, std::ssize(read)}, {read.begin(), read.end()}));

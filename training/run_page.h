@@ -87,8 +87,8 @@ viz::Facts model_facts(const Transformer& model);
 // What a run's page says of the run beside the model: its title, its settings (shown after the
 // model's facts) and its data.
 struct RunPageHeader {
-  std::string title, subtitle;
-  viz::Facts settings, data;
+  std::string title{}, subtitle{};
+  viz::Facts settings{}, data{};
 };
 
 // The header of a run of `transformer train` from the settings its training state keeps

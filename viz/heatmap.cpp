@@ -454,4 +454,26 @@ Image grid(const std::vector<Image>& panels, int64_t columns, const std::string&
   return image;
 }
 
+Image attention_grid(std::span<const Tensor> layers, const HeatmapOptions& panel,
+                     const std::string& title) {
+  std::vector<Image> panels;
+  int64_t heads = 1;
+  for (size_t layer = 0; layer < layers.size(); ++layer) {
+    const Tensor& probs = layers[layer];
+    if (probs.rank() != 4 || probs.dim(0) != 1)
+      throw ShapeError(
+          fmt::format("attention_grid: layer {} has shape {}, expected one sequence's [1, H, T, S]",
+                      layer + 1, probs.shape()));
+    heads = probs.dim(1);
+    for (int64_t head = 0; head < heads; ++head) {
+      HeatmapOptions options = panel;
+      options.title = fmt::format("layer {}, head {}", layer + 1, head + 1);
+      options.colour_bar = panel.colour_bar && head + 1 == heads;
+      if (!options.colour_bar) options.value_label.clear();
+      panels.push_back(heatmap(probs, head, options));
+    }
+  }
+  return grid(panels, heads, title);
+}
+
 }  // namespace gf::viz

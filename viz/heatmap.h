@@ -82,4 +82,12 @@ Image heatmap(const Tensor& stack, int64_t index, const HeatmapOptions& options 
 Image grid(const std::vector<Image>& panels, int64_t columns, const std::string& title = "",
            int spacing = 20);
 
+// Every head of every layer for one use of attention, in a grid of layers (rows) by heads
+// (columns) under title: layers holds each layer's probabilities [1, H, T, S]. Each panel is
+// drawn with panel's options and titled "layer l, head h"; with panel.colour_bar, only the
+// last head of a row shows its colour bar and value label, since all share the scale 0 to 1.
+// Throws gf::ShapeError for a layer that is not [1, H, T, S].
+Image attention_grid(std::span<const Tensor> layers, const HeatmapOptions& panel,
+                     const std::string& title);
+
 }  // namespace gf::viz

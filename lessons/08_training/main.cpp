@@ -914,30 +914,17 @@ void attention_after_training(Transformer& model, const HeldOut& held_out,
                                    {AttentionKind::Cross, "cross_attention.png",
                                     "encoder-decoder (cross) attention", t_names, s_names}};
   for (const Kind& k : kinds) {
-    const std::vector<Tensor> maps = model.attention(k.kind);
-    std::vector<viz::Image> panels;
-    for (size_t l = 0; l < maps.size(); ++l)
-      for (int64_t h = 0; h < heads; ++h) {
-        const int64_t rows = maps[l].dim(2), cols = maps[l].dim(3);
-        const Tensor one =
-            Tensor::from({rows, cols}, std::vector<float>(maps[l].data() + h * rows * cols,
-                                                          maps[l].data() + (h + 1) * rows * cols));
-        panels.push_back(viz::heatmap(
-            one,
-            {.title = fmt::format("layer {}, head {}", l + 1, h + 1),
-             .row_labels = k.rows,
-             .col_labels = k.cols,
-             .row_axis = k.kind == AttentionKind::EncoderSelf ? "query (src)" : "query (tgt_in)",
-             .col_axis = k.kind == AttentionKind::DecoderSelf ? "key (tgt_in)" : "key (src)",
-             .value_label = h + 1 == heads ? "weight" : "",
-             .cell_size = 16,
-             .colour_bar = h + 1 == heads}));
-      }
+    const viz::Image grid = viz::attention_grid(
+        model.attention(k.kind),
+        {.row_labels = k.rows,
+         .col_labels = k.cols,
+         .row_axis = k.kind == AttentionKind::EncoderSelf ? "query (src)" : "query (tgt_in)",
+         .col_axis = k.kind == AttentionKind::DecoderSelf ? "key (tgt_in)" : "key (src)",
+         .value_label = "weight",
+         .cell_size = 16},
+        fmt::format("{} after training: rows = layers, columns = heads", k.title));
     const std::string path = out_dir + "/08_training/" + k.file;
-    viz::write_png(
-        viz::grid(panels, heads,
-                  fmt::format("{} after training: rows = layers, columns = heads", k.title)),
-        path);
+    viz::write_png(grid, path);
     fmt::print("  wrote {}\n", path);
   }
 
@@ -1112,26 +1099,22 @@ void draw_smoothing_curves(const std::vector<Run>& runs,
 viz::RunPage copy_run_page(const Setup& setup, uint64_t seed, const Run& run, Transformer& model,
                            const HeldOut& held_out) {
   const auto steps = std::ssize(run.losses);
-  viz::RunPage page{.title = "lesson 08: the copy task",
-                    .subtitle = fmt::format("{} steps of {} sequences, label smoothing {}", steps,
-                                            setup.batch, run.smoothing),
-                    .configuration = training::model_facts(model)};
-  const viz::Facts settings = {
-      {"optimizer", "Adam, beta1 0.9, beta2 0.98, eps 1e-9"},
-      {"learning rate", fmt::format("eq. 3 x {}, {} warm-up steps", setup.factor, setup.warmup)},
-      {"batch", fmt::format("{} sequences", setup.batch)},
-      {"label smoothing", fmt::format("{}", run.smoothing)},
-      {"dropout", fmt::format("{}", setup.model.dropout)},
-      {"seed", fmt::format("{}", seed)}};
-  page.configuration.insert(page.configuration.end(), settings.begin(), settings.end());
+  training::RunPageHeader header{
+      .title = "lesson 08: the copy task",
+      .subtitle = fmt::format("{} steps of {} sequences, label smoothing {}", steps, setup.batch,
+                              run.smoothing),
+      .settings = {{"optimizer", "Adam, beta1 0.9, beta2 0.98, eps 1e-9"},
+                   {"learning rate",
+                    fmt::format("eq. 3 x {}, {} warm-up steps", setup.factor, setup.warmup)},
+                   {"batch", fmt::format("{} sequences", setup.batch)},
+                   {"label smoothing", fmt::format("{}", run.smoothing)},
+                   {"dropout", fmt::format("{}", setup.model.dropout)},
+                   {"seed", fmt::format("{}", seed)}}};
   const int64_t letters = setup.task.max_len;  // every sequence has as many (min_len == max_len)
-  page.data = {{"task", "copy: the target is the source"},
-               {"a sequence", fmt::format("{} of the letters a..g, then </s>", letters)},
-               {"training sequences", fmt::format("fresh ones, {} a step", setup.batch)},
-               {"held-out sequences", fmt::format("{}, never trained on", setup.held_out)}};
-  for (const data::Pair& p : std::span(held_out.pairs).first(3))
-    page.data_examples.emplace_back(joined(names_of(p.src.data(), std::ssize(p.src))),
-                                    joined(names_of(p.tgt.data(), std::ssize(p.tgt))));
+  header.data = {{"task", "copy: the target is the source"},
+                 {"a sequence", fmt::format("{} of the letters a..g, then </s>", letters)},
+                 {"training sequences", fmt::format("fresh ones, {} a step", setup.batch)},
+                 {"held-out sequences", fmt::format("{}, never trained on", setup.held_out)}};
 
   // The evaluations are the dev metric's points and the snapshots; their time is checking.
   training::PageHistory history{
@@ -1145,10 +1128,10 @@ viz::RunPage copy_run_page(const Setup& setup, uint64_t seed, const Run& run, Tr
   history.training_seconds = run.seconds - history.checking_seconds;
   history.sequences = steps * setup.batch;
   history.target_tokens = history.sequences * (letters + 1);  // the letters and </s>
-  page.curves = training::training_curves(run.losses, run.rates, history);
-  page.timings = training::timing_facts(history, steps);
-  page.snapshots = std::move(history.snapshots);
-
+  viz::RunPage page = training::run_page(header, model, run.losses, run.rates, history);
+  for (const data::Pair& p : std::span(held_out.pairs).first(3))
+    page.data_examples.emplace_back(joined(names_of(p.src.data(), std::ssize(p.src))),
+                                    joined(names_of(p.tgt.data(), std::ssize(p.tgt))));
   page.samples = training::sequence_samples(model, std::span(held_out.pairs).first(8), token_name);
   page.sample_metric = "exact (1: every token right)";
   for (size_t i = 0; i < 3; ++i) {

@@ -1000,38 +1000,31 @@ viz::RunPage translation_run_page(const Setup& s, uint64_t seed, const RandomRun
                                   const data::Tokenizer& tokenizer, const data::ToyCorpus& corpus) {
   Transformer& model = *run.trained.model;
   const auto steps = std::ssize(run.trained.losses);
-  viz::RunPage page{.title = "lesson 09: toy translation",
-                    .subtitle = fmt::format("random split, {} steps", steps),
-                    .configuration = training::model_facts(model)};
-  const viz::Facts settings = {
-      {"optimizer", "Adam, beta1 0.9, beta2 0.98, eps 1e-9"},
-      {"learning rate", fmt::format("eq. 3 x {}, {} warm-up steps", s.factor, s.warmup)},
-      {"batch", fmt::format("pairs of similar length, about {} tokens", s.batch_tokens)},
-      {"label smoothing", fmt::format("{}", s.label_smoothing)},
-      {"dropout", fmt::format("{}", s.model.dropout)},
-      {"seed", fmt::format("{}", seed)}};
-  page.configuration.insert(page.configuration.end(), settings.begin(), settings.end());
-  page.data = {{"split", "random"},
+  const training::RunPageHeader header{
+      .title = "lesson 09: toy translation",
+      .subtitle = fmt::format("random split, {} steps", steps),
+      .settings = {{"optimizer", "Adam, beta1 0.9, beta2 0.98, eps 1e-9"},
+                   {"learning rate",
+                    fmt::format("eq. 3 x {}, {} warm-up steps", s.factor, s.warmup)},
+                   {"batch",
+                    fmt::format("pairs of similar length, about {} tokens", s.batch_tokens)},
+                   {"label smoothing", fmt::format("{}", s.label_smoothing)},
+                   {"dropout", fmt::format("{}", s.model.dropout)},
+                   {"seed", fmt::format("{}", seed)}},
+      .data = {{"split", "random"},
                {"training pairs", fmt::format("{}", corpus.train.size())},
                {"dev pairs", fmt::format("{}", corpus.dev.size())},
                {"test pairs", fmt::format("{}", corpus.test.size())},
                {"vocabulary", fmt::format("{} tokens ({}), shared by both languages",
-                                          tokenizer.size(), tokenizer.kind())}};
-  for (const data::AlignedPair& p : std::span(corpus.train).first(3))
-    page.data_examples.emplace_back(data::join_words(p.source), data::join_words(p.target));
-
+                                          tokenizer.size(), tokenizer.kind())}}};
   // train() keeps no rates; these are the schedule's at each step, the ones the trainer used.
+  // It counts no tokens either, so the page's speeds are per step.
   const training::Schedule schedule = training::noam(model.config.d_model, s.warmup, s.factor);
   std::vector<float> rates;
   for (int64_t step = 1; step <= steps; ++step) rates.push_back(schedule(step));
-  page.curves = training::training_curves(run.trained.losses, rates, run.history);
-  // train() counts no tokens, so the speeds are per step.
-  const training::PageHistory& h = run.history;
-  page.timings = {{"training", fmt::format("{:.1f} s", h.training_seconds)},
-                  {"per step", fmt::format("{:.1f} ms",
-                                           1000 * h.training_seconds / static_cast<double>(steps))},
-                  {"snapshots and dev BLEU", fmt::format("{:.1f} s", h.checking_seconds)}};
-  page.snapshots = h.snapshots;
+  viz::RunPage page = training::run_page(header, model, run.trained.losses, rates, run.history);
+  for (const data::AlignedPair& p : std::span(corpus.train).first(3))
+    page.data_examples.emplace_back(data::join_words(p.source), data::join_words(p.target));
 
   const data::SentencePairsFile test = data::sentence_pairs_of(corpus.test, "test");
   page.samples = training::translation_samples(model, tokenizer, std::span(test.pairs).first(8));

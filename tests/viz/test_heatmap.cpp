@@ -237,3 +237,38 @@ TEST_CASE("heatmap draws one matrix of a stack and refuses one outside it", "[vi
   REQUIRE_THROWS_WITH(heatmap(stack, -1), Contains("no matrix -1 in a stack of 2"));
   REQUIRE_THROWS_AS(heatmap(gf::Tensor::zeros({6}), 0), gf::ShapeError);
 }
+
+TEST_CASE("attention_grid draws every head of every layer, one colour bar a row",
+          "[viz][heatmap]") {
+  // Two layers of 3 heads over 2 queries and 2 keys: [1, 3, 2, 2] each.
+  std::vector<gf::Tensor> layers;
+  for (int layer = 0; layer < 2; ++layer) {
+    std::vector<float> values(12);
+    for (size_t i = 0; i < values.size(); ++i)
+      values[i] = 0.04f * static_cast<float>(i) + 0.5f * static_cast<float>(layer);
+    layers.push_back(gf::Tensor::from({1, 3, 2, 2}, values));
+  }
+  const HeatmapOptions panel{.row_labels = {"a", "b"}, .value_label = "weight", .cell_size = 16};
+  const Image drawn = attention_grid(layers, panel, "cross-attention");
+
+  // The same grid panel by panel: titled by layer and head, the bar on the last head only.
+  std::vector<Image> panels;
+  for (int64_t layer = 0; layer < 2; ++layer)
+    for (int64_t head = 0; head < 3; ++head) {
+      HeatmapOptions options = panel;
+      options.title = "layer " + std::to_string(layer + 1) + ", head " + std::to_string(head + 1);
+      options.colour_bar = head == 2;
+      if (head != 2) options.value_label.clear();
+      panels.push_back(heatmap(layers[static_cast<size_t>(layer)], head, options));
+    }
+  const Image expected = grid(panels, 3, "cross-attention");
+  REQUIRE(drawn.width() == expected.width());
+  REQUIRE(drawn.height() == expected.height());
+  CHECK(
+      std::equal(drawn.data(), drawn.data() + drawn.width() * drawn.height() * 3, expected.data()));
+  CHECK(panels[2].width() > panels[1].width());  // the bar makes the last column wider
+
+  const std::vector<gf::Tensor> batch_of_one_head = {gf::Tensor::zeros({3, 2, 2})};
+  REQUIRE_THROWS_WITH(attention_grid(batch_of_one_head, panel, ""),
+                      Contains("attention_grid: layer 1 has shape [3, 2, 2]"));
+}
