@@ -117,6 +117,7 @@ void save_train_state(const std::string& path, const TrainState& state) {
   metadata["weights"] = state.weights;
   metadata["rng.batches"] = rng_text(state.batches.batches);
   metadata["rng.eval"] = rng_text(state.eval);
+  if (state.page_sequences) metadata["rng.page_sequences"] = rng_text(*state.page_sequences);
   metadata["rng.epoch_start"] = rng_text(state.batches.epoch_start);
   nn::set_metadata_int(metadata, "batches.next", state.batches.next);
   nn::set_metadata_bool(metadata, "batches.in_epoch", state.batches.in_epoch);
@@ -149,6 +150,8 @@ TrainState load_train_state(const std::string& path) {
     state.checkpoint_weights = it->second;
   state.batches.batches = parse_rng(metadata, "rng.batches", path);
   state.eval = parse_rng(metadata, "rng.eval", path);
+  if (metadata.contains("rng.page_sequences"))
+    state.page_sequences = parse_rng(metadata, "rng.page_sequences", path);
   state.batches.epoch_start = parse_rng(metadata, "rng.epoch_start", path);
   state.batches.next = nn::metadata_int(metadata, "batches.next", path);
   state.batches.in_epoch = nn::metadata_bool(metadata, "batches.in_epoch", path);

@@ -24,6 +24,8 @@
 //                                    check's, or an average, chosen at the end): their digest
 //             "rng.batches"          the training-batch stream
 //             "rng.eval"             the stream of fresh evaluation sequences
+//             "rng.page_sequences"   a generated task: the stream the page's fixed sequences
+//                                    were drawn from, so that a resumed run shows the same ones
 //             "rng.epoch_start"      text: the batch stream before the current epoch was drawn
 //             "rng.dropout.<module>" each dropout layer's mask stream ("encoder.layers.0.dropout")
 //             "batches.next"         the index of the next batch in the epoch or the id file
@@ -36,6 +38,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,8 +53,9 @@ namespace gf::training {
 struct TrainState {
   int64_t step = 0;  // steps completed
   data::BatchPosition batches;
-  Rng::State eval{};         // the run's stream of fresh evaluation sequences
-  nn::RandomStates dropout;  // by module path
+  Rng::State eval{};                           // the run's stream of fresh evaluation sequences
+  std::optional<Rng::State> page_sequences{};  // a generated task: where the page's were drawn
+  nn::RandomStates dropout;                    // by module path
   int64_t optimizer_step = 0;
   nn::NamedTensors model;            // the weights, by parameter name (stored as "model.NAME")
   nn::NamedTensors optimizer;        // "adam.m.NAME", "adam.v.NAME" or "sgd.velocity.NAME"

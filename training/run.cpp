@@ -247,7 +247,13 @@ Run::Run(const RunConfig& config) : asked_(config) {
   const Rng fresh(batch_rng.next_u64());
   batches_ = std::make_unique<data::BatchSource>(
       make_batches(settings_, model(), tokenizer(), text_, batch_rng));
-  checks_ = std::make_unique<RunChecks>(settings_, text_, *batches_, tokenizer(), fresh);
+  // The page's sequences are those the first fresh checks would draw, and a resumed run shows
+  // the ones its first part showed (a state from before rng.page_sequences was kept draws them
+  // from this run's stream, whose start depends on how the model was made).
+  Rng page_stream = fresh;
+  if (resumed && resumed->page_sequences) page_stream.set_state(*resumed->page_sequences);
+  checks_ =
+      std::make_unique<RunChecks>(settings_, text_, *batches_, tokenizer(), fresh, page_stream);
   const std::filesystem::path folder = std::filesystem::path(settings_.save).parent_path();
   if (!folder.empty()) std::filesystem::create_directories(folder);
   model().train();
@@ -425,6 +431,7 @@ void Run::save_at(const RunPosition& at, const nn::NamedTensors& checkpoint_weig
   TrainState state = capture(model(), *trainer_, at.batches, at.fresh, at.dropout, losses_, rates_,
                              kept_settings_);
   state.checkpoint_weights = checkpoint_digest;
+  if (batches_->is_generated()) state.page_sequences = checks_->page_stream();
   state.page = page_history().to_json();
   save_train_state(state_path(), state);
   if (!settings_.log_losses.empty()) write_loss_log(settings_.log_losses, losses_);

@@ -40,19 +40,23 @@ TextPairs read_text_pairs(const RunSettings& s) {
 }
 
 RunChecks::RunChecks(const RunSettings& settings, const TextPairs& text,
-                     const data::BatchSource& batches, const data::Tokenizer* tokenizer, Rng fresh)
-    : settings_(settings), text_(text), batches_(batches), tokenizer_(tokenizer), fresh_(fresh) {
+                     const data::BatchSource& batches, const data::Tokenizer* tokenizer, Rng fresh,
+                     Rng page_stream)
+    : settings_(settings),
+      text_(text),
+      batches_(batches),
+      tokenizer_(tokenizer),
+      fresh_(fresh),
+      page_stream_(page_stream.state()) {
   // Spread evenly over the file, which may be sorted (the message catalogs' pairs are, by
   // their English side, so that their first hundred all start with punctuation).
   const auto& from = text.dev.pairs.empty() ? text.train.pairs : text.dev.pairs;
   const size_t count = std::min<size_t>(static_cast<size_t>(settings.eval_count), from.size());
   for (size_t i = 0; i < count; ++i) check_pairs_.push_back(from[i * from.size() / count]);
-  // Drawn from a copy of the stream, so that the stream itself does not move.
-  if (batches.is_generated()) {
-    Rng copy = fresh;
-    page_sequences_ =
-        data::generate(generated_task(settings), settings.eval_count, batches.task_config(), copy);
-  }
+  // Drawn from a stream of their own, so that the fresh stream does not move.
+  if (batches.is_generated())
+    page_sequences_ = data::generate(generated_task(settings), settings.eval_count,
+                                     batches.task_config(), page_stream);
 }
 
 std::vector<data::Pair> RunChecks::page_pairs() const {

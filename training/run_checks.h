@@ -37,13 +37,16 @@ class RunChecks {
  public:
   static constexpr size_t kPageSamples = 8;  // decodes shown beside their references
 
-  // tokenizer is null for a task of ids. fresh: the stream of fresh sequences. Keeps
-  // references to text and batches.
+  // tokenizer is null for a task of ids. fresh: the stream of fresh sequences; page_stream:
+  // where a generated task's page sequences are drawn from (a copy of fresh in a new run, the
+  // first part's in a resumed one). Keeps references to text and batches.
   RunChecks(const RunSettings& settings, const TextPairs& text, const data::BatchSource& batches,
-            const data::Tokenizer* tokenizer, Rng fresh);
+            const data::Tokenizer* tokenizer, Rng fresh, Rng page_stream);
 
   // The stream that fresh sequences are drawn from, which the training state saves.
   Rng& fresh_stream() { return fresh_; }
+  // The state the page sequences were drawn from, which the training state saves too.
+  Rng::State page_stream() const { return page_stream_; }
 
   // What the run's page scores, samples and shows the attention of: the check pairs (text),
   // the first fresh sequences the checks would draw (a generated task, the same in every run of
@@ -76,6 +79,7 @@ class RunChecks {
   const data::BatchSource& batches_;
   const data::Tokenizer* tokenizer_;
   Rng fresh_;
+  Rng::State page_stream_;
   std::vector<data::SentencePair> check_pairs_;  // text
   std::vector<data::Pair> page_sequences_;       // a generated task
 };

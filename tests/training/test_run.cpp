@@ -161,3 +161,62 @@ TEST_CASE("a cosine run resumed with fewer steps than planned keeps the planned 
   CHECK(run.losses() == planned_losses);
   CHECK(run.rates().back() > 0.0f);
 }
+
+TEST_CASE("a resumed run of a generated task shows the page sequences its first part showed",
+          "[training][run]") {
+  // The page's attention snapshots and its exact-copy curve are of fixed fresh sequences. A
+  // resumed run makes its model by loading, not by drawing weights, so its fresh stream starts
+  // elsewhere: the sequences come from the state's rng.page_sequences, not from that start.
+  TempDir dir("run_page_sequences");
+  RunConfig planned;
+  planned.task = Task::Reverse;
+  planned.length = 6;
+  planned.batch = 16;
+  planned.d_model = 32;
+  planned.d_ff = 64;
+  planned.heads = 2;
+  planned.layers = 1;
+  planned.warmup = 10;
+  planned.steps = 40;
+  planned.eval_count = 10;
+  planned.snapshots = 2;  // at steps 0 and 40
+  RunConfig whole_config = planned;
+  whole_config.save = dir.file("whole.safetensors");
+  {
+    Run whole(whole_config);
+    steps_until(whole, 40);
+    whole.save();
+  }
+  RunConfig first_config = planned;
+  first_config.save = dir.file("stopped.safetensors");
+  {
+    Run first(first_config);
+    steps_until(first, 10);
+    first.save();
+  }
+  RunConfig resumed;
+  resumed.steps = 40;
+  resumed.eval_count = 10;
+  resumed.snapshots = 2;
+  resumed.resume = dir.file("stopped.safetensors");
+  {
+    Run run(resumed);
+    steps_until(run, 40);
+    run.save();
+  }
+  const TrainState a = load_train_state(dir.file("whole.train-state.safetensors")),
+                   b = load_train_state(dir.file("stopped.train-state.safetensors"));
+  REQUIRE(a.page_sequences.has_value());
+  CHECK(a.page_sequences == b.page_sequences);
+  const PageHistory whole_page = PageHistory::from_json(a.page, "whole"),
+                    resumed_page = PageHistory::from_json(b.page, "resumed");
+  REQUIRE(whole_page.snapshots.size() == 2);
+  REQUIRE(resumed_page.snapshots.size() == 2);
+  for (size_t i = 0; i < 2; ++i) {
+    INFO("snapshot at step " << whole_page.snapshots[i].step);
+    CHECK(resumed_page.snapshots[i].maps.source_tokens ==
+          whole_page.snapshots[i].maps.source_tokens);
+    CHECK(resumed_page.snapshots[i].maps.encoder == whole_page.snapshots[i].maps.encoder);
+  }
+  CHECK(resumed_page.metric_values == whole_page.metric_values);
+}
