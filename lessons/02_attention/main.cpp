@@ -841,7 +841,7 @@ void check_cost(const std::vector<WidthResult>& rows, Checks& check) {
 
 void the_scale_in_training(bool quick, uint64_t seed, const std::string& out_dir, Checks& check) {
   banner("5. The scale in training");
-  check.timings_checked = !quick && !running_under_emulator();
+  check.timings_checked = timings_checkable(quick);
   const TrainingSetup setup{.steps = quick ? 200 : 300, .batch = 8, .lr = 0.01f, .seed = seed};
   const std::vector<int64_t> widths =
       quick ? std::vector<int64_t>{8, 64} : std::vector<int64_t>{8, 32, 128, 512};

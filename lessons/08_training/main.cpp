@@ -1486,7 +1486,7 @@ int main(int argc, char** argv) {
 
   if (threads > 0) gf::kernels::set_num_threads(threads);  // the results do not depend on it
   Checks check;
-  check.timings_checked = !quick;  // the tests run --quick, under the sanitizers and emulated too
+  check.timings_checked = timings_checkable(quick);
   const auto start = std::chrono::steady_clock::now();
   try {
     Setup setup = make_setup(quick);

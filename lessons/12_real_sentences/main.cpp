@@ -654,7 +654,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   Checks check;
-  check.timings_checked = !quick && !running_under_emulator();
+  check.timings_checked = timings_checkable(quick);
   const auto start = std::chrono::steady_clock::now();
   try {
     Setup s = make_setup(quick, seconds, data_dir);
