@@ -498,8 +498,8 @@ void training_the_copy_model(const Setup& setup, const Run& run, Transformer& mo
   check(final_loss < 0.5 * first_loss,
         fmt::format("the training loss falls from {:.3f} to {:.3f}", first_loss, final_loss));
   check(widest_gap >= 0.05,
-        fmt::format("exposure bias: at step {} teacher-forced token accuracy is {:.2f} above "
-                    "free-running",
+        fmt::format("free running lags: at step {} teacher-forced token accuracy is {:.2f} "
+                    "above free-running, scored position by position",
                     widest_at, widest_gap));
   const double final_gap = last.forced_accuracy - last.free_accuracy;
   check(final_gap <= (setup.quick ? 0.05 : 0.02) && final_gap < widest_gap / 2,
@@ -727,30 +727,10 @@ void draw_step_costs(const std::vector<StepTimes>& times, const std::string& out
   fmt::print("\n  wrote {}\n\n", path);
 }
 
-void check_step_costs(const Transformer& model, const std::vector<StepTimes>& times,
-                      int64_t src_len, Checks& check) {
+void check_step_costs(const std::vector<StepTimes>& times, Checks& check) {
   const StepTimes &first = times.front(), &last = times.back();
-  const MultiplyAdds low = cached_step(model, first.t, src_len);
-  bool attention_linear = true, rest_flat = true, uncached_faster = true;
-  for (size_t i = 0; i < times.size(); ++i) {
-    const MultiplyAdds m = cached_step(model, times[i].t, src_len);
-    attention_linear = attention_linear && m.attention * first.t == low.attention * times[i].t;
-    rest_flat = rest_flat && m.rest == low.rest;
-    if (i > 0) {  // without the cache, doubling t more than doubles the step
-      const MultiplyAdds a = uncached_step(model, times[i - 1].t, src_len);
-      const MultiplyAdds b = uncached_step(model, times[i].t, src_len);
-      uncached_faster = uncached_faster && b.attention + b.rest > 2 * (a.attention + a.rest);
-    }
-  }
-  check(attention_linear && rest_flat,
-        fmt::format("multiply-adds with the cache: the self-attention grows in proportion to t "
-                    "({} per row at t = {}, {} at t = {}), the rest is {} at every t",
-                    low.attention, first.t, cached_step(model, last.t, src_len).attention, last.t,
-                    low.rest));
-  check(uncached_faster,
-        "multiply-adds without the cache: each doubling of t more than doubles the step (t "
-        "positions through every layer, t x t attention scores)");
-
+  // The multiply-adds of the table are counted from the weights' shapes, so how they grow
+  // with t is arithmetic, not a finding to check; the times are measured, and checked here.
   const auto ratio = static_cast<double>(last.t) / static_cast<double>(first.t);
   check.timing(last.attention > 0.25 * ratio * first.attention,
                fmt::format("time with the cache: the self-attention part grows with t, {:.3f} ms "
@@ -806,7 +786,7 @@ void cost_of_a_step(const Setup& setup, const HeldOut& held_out, const std::stri
     fmt::print("\n  (--quick: the picture of these times is drawn in the full run)\n\n");
   else
     draw_step_costs(times, out_dir);
-  check_step_costs(model, times, src_len, check);
+  check_step_costs(times, check);
 }
 
 // ---- 5. The alignment emerges ----

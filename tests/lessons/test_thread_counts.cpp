@@ -78,6 +78,9 @@ std::string without_times(const std::string& output, const fs::path& out_dir) {
     size_t end = i;
     while (end < text.size() && (is_digit(text[end]) || text[end] == '.')) ++end;
     const size_t unit = unit_length(text, end);
+    // A time's sign is the machine's too: a part computed as a difference of two timings
+    // ("the rest" of a step) can come out below zero on a loaded machine.
+    if (unit > 0 && !masked.empty() && masked.back() == '-') masked.pop_back();
     masked += unit > 0 ? "T" : text.substr(i, end - i);
     i = end + unit;
   }
