@@ -104,6 +104,20 @@ Sentence make_sentence() {
   return s;
 }
 
+// A matrix with one row per query word and a heading over each column.
+void print_matrix(const char* title, const Tensor& m, const std::vector<std::string>& rows,
+                  const std::vector<std::string>& columns) {
+  fmt::print("  {:<6}", title);
+  for (const std::string& c : columns) fmt::print(" {:>8}", c);
+  fmt::print("\n");
+  for (int64_t t = 0; t < m.dim(0); ++t) {
+    fmt::print("  {:<6}", rows[static_cast<size_t>(t)]);
+    for (int64_t s = 0; s < m.dim(1); ++s) fmt::print(" {:>8.3f}", m.at({t, s}));
+    fmt::print("\n");
+  }
+  fmt::print("\n");
+}
+
 void attention_by_hand(const std::string& out_dir, Checks& check) {
   banner("2. Attention by hand");
   const Sentence sentence = make_sentence();
@@ -140,22 +154,10 @@ void attention_by_hand(const std::string& out_dir, Checks& check) {
       for (int64_t j = 0; j < d_v; ++j) o[t * d_v + j] += weight[t * S + s] * V[s * d_v + j];
   // [/snippet]
 
-  const auto print_matrix = [&](const char* title, const Tensor& m,
-                                const std::vector<std::string>& columns) {
-    fmt::print("  {:<6}", title);  // one row per query word
-    for (const std::string& c : columns) fmt::print(" {:>8}", c);
-    fmt::print("\n");
-    for (int64_t t = 0; t < m.dim(0); ++t) {
-      fmt::print("  {:<6}", sentence.words[static_cast<size_t>(t)]);
-      for (int64_t s = 0; s < m.dim(1); ++s) fmt::print(" {:>8.3f}", m.at({t, s}));
-      fmt::print("\n");
-    }
-    fmt::print("\n");
-  };
   const std::vector<std::string> features = {"animal", "action", "place", "relation"};
-  print_matrix("scores", scores, sentence.words);
-  print_matrix("weight", weights, sentence.words);
-  print_matrix("output", out, features);
+  print_matrix("scores", scores, sentence.words, sentence.words);
+  print_matrix("weight", weights, sentence.words, sentence.words);
+  print_matrix("output", out, sentence.words, features);
 
   // [snippet: library]
   Tensor probs;  // the library fills it with the weights, [T, S]

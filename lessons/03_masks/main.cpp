@@ -468,6 +468,55 @@ void greedy_in_one_pass(Transformer& model, const IndexTensor& src, const Tensor
                                 n));
 }
 
+// Section 3's logits [1, T, V] for the same target, computed four ways.
+struct FourWays {
+  Tensor pass, steps, cached, free;
+};
+
+// The probability of the right next token at each position, and the training loss, from
+// each of the four: the masked pass, the steps and the cache agree; without the mask, not.
+void compare_four_ways(const FourWays& l, const IndexTensor& tgt_out, const Words& input,
+                       const Words& target, Checks& check) {
+  const int64_t length = tgt_out.shape()[1];
+  const auto prob_of_target = [&](const Tensor& logits) {
+    const Tensor p = softmax(logits);
+    std::vector<float> probs;
+    for (int64_t t = 0; t < length; ++t) probs.push_back(p.at({0, t, tgt_out.at({0, t})}));
+    return probs;
+  };
+  const std::vector<float> p_pass = prob_of_target(l.pass), p_steps = prob_of_target(l.steps),
+                           p_cached = prob_of_target(l.cached), p_free = prob_of_target(l.free);
+  fmt::print("  {:>3} {:<6} {:<7} {:>10} {:>10} {:>10} {:>13}\n", "t", "input", "target",
+             "one pass", "steps", "cached", "pass, no mask");
+  for (int64_t t = 0; t < length; ++t) {
+    const auto i = static_cast<size_t>(t);
+    fmt::print("  {:>3} {:<6} {:<7} {:>10.6f} {:>10.6f} {:>10.6f} {:>13.6f}\n", t, input[i],
+               target[i], p_pass[i], p_steps[i], p_cached[i], p_free[i]);
+  }
+  const float diff_steps = max_abs_diff(l.pass, l.steps),
+              diff_cached = max_abs_diff(l.pass, l.cached),
+              diff_free = max_abs_diff(l.free, l.steps);
+  fmt::print("\n  largest |logit difference| from step-by-step decoding:\n");
+  fmt::print("    one pass with the look-ahead mask  {:.1e}\n", diff_steps);
+  fmt::print("    steps with the key/value cache      {:.1e}\n", max_abs_diff(l.cached, l.steps));
+  fmt::print("    one pass without the mask           {:.1e}\n\n", diff_free);
+  check(diff_steps <= 1e-5f,
+        "one masked pass gives the logits of step-by-step decoding (within 1e-5)");
+  check(diff_cached <= 1e-5f, "and so do the steps with the key/value cache");
+  check(diff_free > 1e-1f, "without the mask, one pass computes something else");
+
+  // The training loss is the mean of the step-by-step losses: the same conditionals.
+  const float loss_pass = cross_entropy(l.pass, tgt_out).item();
+  double loss_steps = 0.0;
+  for (int64_t t = 0; t < length; ++t)
+    loss_steps -= std::log(static_cast<double>(p_steps[static_cast<size_t>(t)]));
+  loss_steps /= static_cast<double>(length);
+  fmt::print("  training loss, one pass:            {:.6f}\n", loss_pass);
+  fmt::print("  mean of -log p over the 8 steps:    {:.6f}\n\n", loss_steps);
+  check(std::abs(loss_pass - loss_steps) <= 1e-5 * loss_steps,
+        "the one-pass training loss equals the mean step-by-step loss");
+}
+
 void one_pass_and_steps(Transformer& model, Checks& check) {
   banner("3. Training in one pass, decoding step by step");
   NoGrad no_grad;
@@ -526,46 +575,9 @@ void one_pass_and_steps(Transformer& model, Checks& check) {
   }
   // [/snippet]
 
-  // The probability of the right next token at each position, computed four ways.
-  const auto prob_of_target = [&](const Tensor& l) {
-    const Tensor p = softmax(l);
-    std::vector<float> probs;
-    for (int64_t t = 0; t < length; ++t) probs.push_back(p.at({0, t, tgt_out.at({0, t})}));
-    return probs;
-  };
-  const std::vector<float> p_pass = prob_of_target(logits), p_steps = prob_of_target(logits_steps),
-                           p_cached = prob_of_target(logits_cached),
-                           p_free = prob_of_target(logits_free);
-  fmt::print("  {:>3} {:<6} {:<7} {:>10} {:>10} {:>10} {:>13}\n", "t", "input", "target",
-             "one pass", "steps", "cached", "pass, no mask");
-  for (int64_t t = 0; t < length; ++t) {
-    const auto i = static_cast<size_t>(t);
-    fmt::print("  {:>3} {:<6} {:<7} {:>10.6f} {:>10.6f} {:>10.6f} {:>13.6f}\n", t, input[i],
-               target[i], p_pass[i], p_steps[i], p_cached[i], p_free[i]);
-  }
-  const float diff_steps = max_abs_diff(logits, logits_steps),
-              diff_cached = max_abs_diff(logits, logits_cached),
-              diff_free = max_abs_diff(logits_free, logits_steps);
-  fmt::print("\n  largest |logit difference| from step-by-step decoding:\n");
-  fmt::print("    one pass with the look-ahead mask  {:.1e}\n", diff_steps);
-  fmt::print("    steps with the key/value cache      {:.1e}\n",
-             max_abs_diff(logits_cached, logits_steps));
-  fmt::print("    one pass without the mask           {:.1e}\n\n", diff_free);
-  check(diff_steps <= 1e-5f,
-        "one masked pass gives the logits of step-by-step decoding (within 1e-5)");
-  check(diff_cached <= 1e-5f, "and so do the steps with the key/value cache");
-  check(diff_free > 1e-1f, "without the mask, one pass computes something else");
-
-  // The training loss is the mean of the step-by-step losses: the same conditionals.
-  const float loss_pass = cross_entropy(logits, tgt_out).item();
-  double loss_steps = 0.0;
-  for (int64_t t = 0; t < length; ++t)
-    loss_steps -= std::log(static_cast<double>(p_steps[static_cast<size_t>(t)]));
-  loss_steps /= static_cast<double>(length);
-  fmt::print("  training loss, one pass:            {:.6f}\n", loss_pass);
-  fmt::print("  mean of -log p over the 8 steps:    {:.6f}\n\n", loss_steps);
-  check(std::abs(loss_pass - loss_steps) <= 1e-5 * loss_steps,
-        "the one-pass training loss equals the mean step-by-step loss");
+  compare_four_ways(
+      {.pass = logits, .steps = logits_steps, .cached = logits_cached, .free = logits_free},
+      tgt_out, input, target, check);
 
   greedy_in_one_pass(model, src, memory, src_mask, length, check);
 }

@@ -20,6 +20,7 @@
 #include <exception>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "autograd/graph.h"
@@ -191,6 +192,21 @@ void draw_head_blocks(const Tensor& q, const Tensor& qh, const std::vector<std::
   fmt::print("  wrote {}\n", path);
 }
 
+// The largest difference, over the heads, of each head's queries and attention weights in the
+// reshaped tensors qh [B, H, T, K] and weights [B, H, T, T] from section 1's by hand.
+std::pair<float, float> differences_per_head(const Tensor& qh, const Tensor& weights,
+                                             const ByHand& hand) {
+  const int64_t heads = qh.dim(1), t = qh.dim(2), d_k = qh.dim(3);
+  float q_diff = 0.0f, p_diff = 0.0f;
+  for (int64_t i = 0; i < heads; ++i) {
+    const Tensor qi = reshape(slice(qh, 1, i, i + 1), {t, d_k});
+    q_diff = std::max(q_diff, max_abs_diff(qi, hand.q[static_cast<size_t>(i)]));
+    p_diff =
+        std::max(p_diff, max_abs_diff(head_probs(weights, i), hand.probs[static_cast<size_t>(i)]));
+  }
+  return {q_diff, p_diff};
+}
+
 void reshape_trick(nn::MultiHeadAttention& mha, const ByHand& hand,
                    const std::vector<std::string>& words, const std::string& out_dir,
                    Checks& check) {
@@ -237,13 +253,7 @@ void reshape_trick(nn::MultiHeadAttention& mha, const ByHand& hand,
   const Tensor library = mha.forward(x, x);
   mha.record_attention = false;
 
-  float q_diff = 0.0f, p_diff = 0.0f;
-  for (int64_t i = 0; i < h; ++i) {
-    const Tensor qi = reshape(slice(qh, 1, i, i + 1), {t, d_k});
-    q_diff = std::max(q_diff, max_abs_diff(qi, hand.q[static_cast<size_t>(i)]));
-    p_diff =
-        std::max(p_diff, max_abs_diff(head_probs(weights, i), hand.probs[static_cast<size_t>(i)]));
-  }
+  const auto [q_diff, p_diff] = differences_per_head(qh, weights, hand);
   // [snippet: wrong-split]
   // A tempting shortcut, and a silent bug: reshape straight to [B, H, T, K]. q's numbers lie in
   // the order (t, i, k), so this cuts them into h runs of T*K numbers: "head 1" gets the first

@@ -444,18 +444,9 @@ void print_evals(const Run& run) {
                e.p_correct, e.forced_accuracy, e.free_accuracy, e.forced_exact, e.exact);
 }
 
-void training_the_copy_model(const Setup& setup, const Run& run, Transformer& model,
-                             const HeldOut& held_out, const std::string& out_dir, Checks& check) {
-  banner("3. Training the copy model");
-  fmt::print(
-      "  {} parameters, {} steps of {} sequences, warmup {}, label smoothing {}, "
-      "dropout {}: {:.1f} s\n\n",
-      model.parameter_count(), setup.steps, setup.batch, setup.warmup, run.smoothing,
-      setup.model.dropout, run.seconds);
-  print_evals(run);
-  const Eval& last = run.evals.back();
-
-  // The loss curve beside the learning rate.
+// Section 3's two pictures: the loss curve beside the learning rate, and teacher forced
+// against free running.
+void draw_training(const Setup& setup, const Run& run, const std::string& out_dir) {
   const viz::Image loss_plot = viz::line_plot({{.name = "training loss", .ys = run.losses}},
                                               {.title = "training loss (eps_ls 0.1, log scale)",
                                                .y_label = "loss",
@@ -483,6 +474,20 @@ void training_the_copy_model(const Setup& setup, const Run& run, Transformer& mo
           {.title = "held-out accuracy", .y_label = "accuracy"}),
       bias_path);
   fmt::print("\n  wrote {}\n  wrote {}\n\n", loss_path, bias_path);
+}
+
+void training_the_copy_model(const Setup& setup, const Run& run, Transformer& model,
+                             const HeldOut& held_out, const std::string& out_dir, Checks& check) {
+  banner("3. Training the copy model");
+  fmt::print(
+      "  {} parameters, {} steps of {} sequences, warmup {}, label smoothing {}, "
+      "dropout {}: {:.1f} s\n\n",
+      model.parameter_count(), setup.steps, setup.batch, setup.warmup, run.smoothing,
+      setup.model.dropout, run.seconds);
+  print_evals(run);
+  const Eval& last = run.evals.back();
+
+  draw_training(setup, run, out_dir);
 
   double widest_gap = 0.0;
   int64_t widest_at = 0;
@@ -934,6 +939,22 @@ void draw_smoothing_curves(const std::vector<Run>& runs,
                            const std::function<double(double)>& best_p_right,
                            const std::string& out_dir);
 
+// The smoothed loss of section 7's table, mine, is the library's: cross_entropy with
+// label_smoothing 0.1, on the trained eps 0.1 model in eval mode.
+void check_against_library(Transformer& main_model, const HeldOut& held_out, double mine,
+                           Checks& check) {
+  NoGrad no_grad;
+  main_model.eval();
+  const data::Batch& b = held_out.batch;
+  const double library = cross_entropy(main_model.forward(b.src, b.tgt_in), b.tgt_out,
+                                       {.ignore_index = data::kPad, .label_smoothing = 0.1f})
+                             .item();
+  check(std::abs(library - mine) < 1e-4,
+        fmt::format("(1 - eps) loss + eps uniform loss = {:.4f} is the library's smoothed "
+                    "cross_entropy, {:.4f}",
+                    mine, library));
+}
+
 void label_smoothing(const Setup& setup, const std::vector<Run>& runs, Transformer& main_model,
                      const HeldOut& held_out, const std::string& out_dir, Checks& check) {
   banner("7. Label smoothing");
@@ -1011,19 +1032,8 @@ void label_smoothing(const Setup& setup, const std::vector<Run>& runs, Transform
           fmt::format("eps 0: nothing caps the confidence, mean p(right) {:.4f}", plain.p_correct));
   }
 
-  // The smoothed loss above is the library's: cross_entropy with label_smoothing, on the
-  // trained eps 0.1 model in eval mode.
-  NoGrad no_grad;
-  main_model.eval();
-  const data::Batch& b = held_out.batch;
-  const double library = cross_entropy(main_model.forward(b.src, b.tgt_in), b.tgt_out,
-                                       {.ignore_index = data::kPad, .label_smoothing = 0.1f})
-                             .item();
-  const double mine = smoothed_loss(main_run_of(runs).evals.back(), 0.1);
-  check(std::abs(library - mine) < 1e-4,
-        fmt::format("(1 - eps) loss + eps uniform loss = {:.4f} is the library's smoothed "
-                    "cross_entropy, {:.4f}",
-                    mine, library));
+  check_against_library(main_model, held_out, smoothed_loss(main_run_of(runs).evals.back(), 0.1),
+                        check);
 }
 
 void draw_smoothing_curves(const std::vector<Run>& runs,
