@@ -16,7 +16,17 @@ For every pair this script checks that
     (commands, printed output and code are not translated; the snippet test checks the code);
   - the same pictures in the same order, each followed in the Chinese page by a paragraph that
     starts with "图：" and explains the picture in Chinese;
-  - every formula ($...$) and every number of the English text is in the Chinese text;
+  - every formula ($...$) and every number of the English text is in the Chinese text, compared
+    as numbers: "05" is 5, "43,000" and "4.3 万" are 43000, "1.2 亿" and "120 million" are
+    120000000 ("65M" and "234k" are 65000000 and 234000, "3.2.1" is compared as written), so a
+    number may be written the way Chinese writes it;
+  - no paragraph is missing: each section (the text under one heading) has at least as many
+    paragraphs of prose in Chinese as in English. A paragraph is a block of lines between blank
+    lines; code blocks, headings, tables, block quotes, rules (---), HTML and comments are not
+    counted (they are compared on their own or are not prose), nor are pictures and what
+    explains them: the "图：" caption, and in English the paragraph right after a picture,
+    which the caption may take in. A list counts one paragraph per item, since a translator
+    may or may not leave blank lines between items;
   - links between pages go to the Chinese edition of a page when it has one, and every relative
     link and #anchor resolves;
   - every **bold** of the Chinese page renders as bold on GitHub (see bold_that_does_not_render).
@@ -65,6 +75,7 @@ import re
 import sys
 import textwrap
 import unicodedata
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 STAMP = re.compile(r"<!-- 译自 (\S+)（git blob ([0-9a-f]{40})）")
@@ -79,6 +90,14 @@ LINK = re.compile(r"(?<!!)\[(?:[^\]]|\n)*?\]\(([^)\s]+)\)")
 MATH = re.compile(r"\$\$.+?\$\$|\$(?:[^$\n]|\n(?!\n))+?\$", re.S)  # inline: may wrap a line
 INLINE_CODE = re.compile(r"`[^`\n]+`")
 NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*")
+# A number with what scales it after it: "4.3 万", "1.2 亿", "65 million", "65M", "234k".
+SCALE = {"万": 10**4, "亿": 10**8, "万亿": 10**12, "k": 10**3, "M": 10**6,
+         "thousand": 10**3, "million": 10**6, "billion": 10**9, "trillion": 10**12}
+SCALED_NUMBER = re.compile(r"(?<![\w.])(\d+(?:[.,]\d+)*)(?:\s*(万亿|万|亿)|(k|M)(?![A-Za-z])"
+                           r"|\s+(thousand|million|billion|trillion)\b)?")
+THOUSANDS = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?")
+RULE = re.compile(r"(?:-\s*){3,}|(?:\*\s*){3,}|(?:_\s*){3,}")
+LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s")
 CAPTION = "图："
 
 
@@ -147,7 +166,8 @@ class Page:
         # A formula may wrap differently in the two pages: compare it with its spaces collapsed.
         self.math = {" ".join(m.group(0).split()) for m in MATH.finditer(INLINE_CODE.sub("", self.prose))}
         no_math = MATH.sub(" ", self.prose)
-        self.numbers = set(NUMBER.findall(no_math))
+        self.numbers = number_values(no_math)
+        self.sections = paragraphs_by_section(self.text)
 
     def anchors(self):
         return {github_anchor(m.group(2)) for m in self.headings}
@@ -155,6 +175,81 @@ class Page:
     def top(self, lines=6):
         """The first lines, where the link to the other language belongs."""
         return "\n".join(self.text.split("\n")[:lines])
+
+
+def number_values(text):
+    """The numbers of a text, each as its value (a Decimal, or the text itself for what is not
+    one number, such as a section 3.2.1), mapped to how the text wrote it. Leading zeros,
+    thousands separators and a scale (万, 亿, million, or M and k right after the digits, as
+    in 65M) are read as what they mean."""
+    values = {}
+    for m in SCALED_NUMBER.finditer(text):
+        written, scale = m.group(1), m.group(2) or m.group(3) or m.group(4)
+        digits = written.replace(",", "") if THOUSANDS.fullmatch(written) else written
+        try:
+            value = Decimal(digits)
+        except InvalidOperation:  # 3.2.1, 1,2: not a number, compared as written
+            values.setdefault(written, m.group(0))
+            continue
+        if scale:
+            value *= SCALE[scale]
+        values.setdefault(value.normalize(), m.group(0).strip())
+    return values
+
+
+def paragraphs_by_section(text):
+    """The paragraphs of prose under each heading, as (heading, paragraphs) in page order; the
+    first section, before any heading, has heading None. See the docstring for what counts."""
+    sections, heading, block, in_code = [], None, [], False
+    paragraphs, after_picture = [], [False]
+
+    def end_block():
+        if block:
+            picture = not IMAGE.sub("", "\n".join(block)).strip()
+            if is_prose(block) and not picture and not after_picture[0]:
+                paragraphs.extend(split_list(block))
+            after_picture[0] = picture
+        block.clear()
+
+    for line in text.split("\n"):
+        if FENCE.match(line):
+            end_block()
+            in_code, after_picture[0] = not in_code, False
+            continue
+        if in_code:
+            continue
+        m = HEADING.match(line)
+        if m:
+            end_block()
+            after_picture[0] = False
+            sections.append((heading, paragraphs))
+            heading, paragraphs = m.group(2), []
+        elif line.strip():
+            block.append(line)
+        else:
+            end_block()
+    end_block()
+    sections.append((heading, paragraphs))
+    return sections
+
+
+def is_prose(block):
+    """Not a table, a block quote, HTML or a comment, a picture's caption or a rule (---)."""
+    first = block[0].lstrip()
+    return not (first.startswith(("|", ">", "<", CAPTION)) or RULE.fullmatch("\n".join(block).strip()))
+
+
+def split_list(block):
+    """A list (a block that starts with an item) is one paragraph per item; other blocks are one
+    paragraph, even when a wrapped line happens to start with "30. ", as in English prose."""
+    if not LIST_ITEM.match(block[0]):
+        return ["\n".join(block)]
+    items = [[]]
+    for line in block:
+        if LIST_ITEM.match(line) and items[-1]:
+            items.append([])
+        items[-1].append(line)
+    return ["\n".join(item) for item in items]
 
 
 def github_anchor(heading):
@@ -251,9 +346,23 @@ def check_same_content(en, zh, name, zh_name, problems):
         problems.append(f"{zh_name}: pictures {zh.images}, but {name} shows {en.images} (same order)")
     for formula in sorted(en.math - zh.math):
         problems.append(f"{zh_name}: formula {formula} of {name} is missing (formulas are not rewritten)")
-    missing = sorted(en.numbers - zh.numbers, key=lambda n: (len(n), n))
+    missing = sorted((en.numbers[v] for v in en.numbers.keys() - zh.numbers.keys()), key=lambda n: (len(n), n))
     if missing:
         problems.append(f"{zh_name}: numbers of {name} missing from the Chinese text: {' '.join(missing)}")
+    check_paragraphs(en, zh, name, zh_name, problems)
+
+
+def check_paragraphs(en, zh, name, zh_name, problems):
+    """Each section has as many paragraphs in Chinese as in English, or more (a translator may
+    split a long sentence's paragraph, but not leave one out)."""
+    if len(en.sections) != len(zh.sections):
+        return  # the headings differ, which is reported already
+    for (en_heading, en_paras), (zh_heading, zh_paras) in zip(en.sections, zh.sections):
+        if len(zh_paras) < len(en_paras):
+            where = (f"section '{zh_heading}' ('{en_heading}' in English)" if en_heading
+                     else "the lines above the first heading")
+            problems.append(f"{zh_name}: {len(zh_paras)} paragraphs in {where}, {name} has "
+                            f"{len(en_paras)}: a paragraph is missing (translate it from the English)")
 
 
 def check_captions_and_bold(zh, zh_name, problems):

@@ -2,8 +2,8 @@
 """scripts/check_translations.py on a small tree made here: one lesson, English and Chinese.
 
 Each test starts from a pair that passes, breaks one thing the way an editor would (an English
-edit with no Chinese one, a translated command, a dropped number, a link to the English page),
-and asserts that the check fails naming the file and the problem. The tests of a page marked as
+edit with no Chinese one, a translated command, a dropped number or paragraph, a link to the
+English page), and asserts that the check fails naming the file and the problem. The tests of a page marked as
 behind its English page (--mark-behind) check what the mark and the note say, that the check
 lets such a page pass, and that a mark left behind or a note missing fails.
 """
@@ -171,6 +171,69 @@ class CheckTranslations(SmallTree):
         self.check_fails_with("shows as asterisks on GitHub")
         self.edit("lessons/01_demo/README.zh.md", "**损失：**在", "**损失**：在")
         self.assertEqual(self.run_script().returncode, 0)
+
+    def stamp_chinese(self):
+        self.run_script("--stamp", self.root / "lessons/01_demo/README.zh.md")
+
+    def passes(self):
+        result = self.run_script()
+        self.assertEqual(result.returncode, 0, result.stderr)
+
+    def test_numbers_are_compared_as_the_numbers_they_are(self):
+        self.edit("lessons/01_demo/README.md", "in 300 steps",
+                  "in 300 steps of 43,000 pairs (1.2 billion tokens, 65M parameters; see lesson 05)")
+        self.edit("lessons/01_demo/README.zh.md", "在 300 步内",
+                  "在 300 步内（每步 4.3 万个句对，共 12 亿个词元，6500 万个参数；见第 5 课）")
+        self.stamp_chinese()
+        self.passes()
+        self.edit("lessons/01_demo/README.zh.md", "见第 5 课", "见第 05 课")  # leading zeros too
+        self.stamp_chinese()
+        self.passes()
+        self.edit("lessons/01_demo/README.zh.md", "4.3 万", "4.2 万")
+        self.edit("lessons/01_demo/README.zh.md", "12 亿", "1.2 万")
+        self.stamp_chinese()
+        self.check_fails_with("numbers of lessons/01_demo/README.md missing from the Chinese text: "
+                              "43,000 1.2 billion")
+
+    def test_a_section_numbered_like_3_2_1_is_compared_as_written(self):
+        self.edit("lessons/01_demo/README.zh.md", "（§3.2.1）", "（§3.21）")
+        self.check_fails_with("missing from the Chinese text: 3.2.1")
+
+    def test_a_missing_paragraph_fails_naming_its_section(self):
+        self.edit("lessons/01_demo/README.md", "## What to remember\n",
+                  "## What to remember\n\nAttention is a soft dictionary lookup.\n")
+        self.stamp_chinese()
+        self.check_fails_with("lessons/01_demo/README.zh.md: 1 paragraphs in section '要记住什么' "
+                              "('What to remember' in English), lessons/01_demo/README.md has 2: "
+                              "a paragraph is missing")
+        self.edit("lessons/01_demo/README.zh.md", "## 要记住什么\n", "## 要记住什么\n\n注意力是一种软性的字典查找。\n")
+        self.stamp_chinese()
+        self.passes()
+
+    def test_a_missing_paragraph_after_a_picture_and_its_explanation_fails(self):
+        self.edit("lessons/01_demo/README.md", "(images/loss.png)\n",
+                  "(images/loss.png)\n\nThe loss falls, then stays.\n\nRead it slowly.\n")
+        self.stamp_chinese()
+        self.check_fails_with("lessons/01_demo/README.zh.md: 2 paragraphs in section '第 01 课：演示' "
+                              "('Lesson 01: demo' in English), lessons/01_demo/README.md has 3")
+
+    def test_what_is_not_prose_is_not_counted_as_a_paragraph(self):
+        # A table, a quote, a rule, HTML, a list with blank lines between its items, a wrapped line
+        # that starts with "30. ", and the paragraph that explains a picture, which the Chinese
+        # caption takes in: the Chinese has fewer blocks, but no paragraph is missing.
+        self.edit("lessons/01_demo/README.md", "(§3.2.1).\n",
+                  "(§3.2.1).\n\n| a | b |\n|---|---|\n\n> quoted\n\n---\n\n<img src=\"x.png\">\n\n"
+                  "- one\n\n- two\n\nIt falls from\n30. Then it stays.\n")
+        self.edit("lessons/01_demo/README.md", "(images/loss.png)\n",
+                  "(images/loss.png)\n\nThe loss falls, then stays.\n")
+        self.edit("lessons/01_demo/README.zh.md", "（§3.2.1）。\n",
+                  "（§3.2.1）。\n\n- 一\n- 二\n\n它从 30 开始下降，然后保持不变。\n")
+        self.stamp_chinese()
+        self.passes()
+        self.edit("lessons/01_demo/README.zh.md", "- 一\n- 二\n", "- 一二\n")  # a list item is gone
+        self.stamp_chinese()
+        self.check_fails_with("4 paragraphs in section '第 01 课：演示' ('Lesson 01: demo' in English), "
+                              "lessons/01_demo/README.md has 5: a paragraph is missing")
 
     def test_each_page_links_to_the_other_language(self):
         self.edit("README.md", "**English** · [中文](README.zh.md)", "")
