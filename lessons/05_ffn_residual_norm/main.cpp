@@ -4,11 +4,14 @@
 // Around each attention layer the Transformer puts three plainer pieces: a two-layer MLP
 // applied to every position on its own, a residual connection x + Sublayer(x), and a
 // LayerNorm. Three sections ask what each one does: the FFN computed token by token and
-// checked against nn::PositionwiseFeedForward; gradient norms through a deep stack, plain,
-// residual, post-norm and pre-norm, and the projected shortcut a residual needs when a
-// sub-layer changes the width; and LayerNorm against BatchNorm on padded batches of sequences
-// of very different lengths, in training and in eval mode. README.md is the text that walks through this file.
-// Every claim is checked; a failed check makes the program exit with 1.
+// checked against nn::PositionwiseFeedForward, then a small encoder trained on the reverse
+// task with and without its FFN blocks at about the same parameter count; gradient norms at
+// each layer's input through a deep tanh stack, plain, residual, post-norm and pre-norm, and
+// the projected shortcut a residual needs when a sub-layer changes the width; and LayerNorm
+// against BatchNorm on padded batches of sequences of very different lengths, in training and
+// in eval mode, and what BatchNorm's batch statistics carry past the look-ahead mask.
+// README.md is the text that walks through this file. Every claim is checked; a failed check
+// makes the program exit with 1.
 //
 // Shape legend: B batch, T sequence length, D d_model, F d_ff.
 #include <fmt/format.h>
@@ -19,6 +22,7 @@
 #include <cmath>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <stdexcept>
@@ -31,11 +35,17 @@
 #include "autograd/ops.h"
 #include "autograd/random.h"
 #include "autograd/tensor.h"
+#include "data/batch.h"
+#include "data/batch_source.h"
+#include "data/tasks.h"
+#include "data/vocab.h"
 #include "lessons/lesson.h"
+#include "nn/attention.h"
 #include "nn/batch_norm.h"
 #include "nn/feed_forward.h"
 #include "nn/layers.h"
 #include "nn/module.h"
+#include "nn/optim.h"
 #include "viz/heatmap.h"
 #include "viz/line_plot.h"
 #include "viz/png.h"
@@ -45,7 +55,41 @@ using namespace gf::lessons;
 
 namespace {
 
+constexpr float kAblationRate = 2e-3f;   // Adam's learning rate in the FFN ablation
+constexpr int64_t kFinalLossSteps = 50;  // the ablation's final loss: the mean of these last steps
+
 // ---- 1. The position-wise FFN ----
+
+// 2 D F + F + D: W1 [D, F], b1 [F], W2 [F, D], b2 [D].
+int64_t ffn_parameters(int64_t d, int64_t f) {
+  return d * f + f + f * d + d;
+}
+
+// What the FFN's parameter count comes to, here and in the paper's base model.
+struct FfnShare {
+  bool counts_agree = false;  // the module's count is 2 D F + F + D, 2,099,712 for the paper's
+  double of_layer = 0;        // the FFN's share of an encoder layer's parameters
+};
+
+FfnShare print_parameter_counts(const nn::PositionwiseFeedForward& ffn, int64_t d_model,
+                                int64_t d_ff) {
+  fmt::print("  parameters: W1 D x F + b1 F + W2 F x D + b2 D = 2 D F + F + D\n");
+  fmt::print("    this lesson  D = {:>3}, F = {:>4}: {:>9}\n", d_model, d_ff,
+             ffn.parameter_count());
+  // The paper's encoder layer (§3.1): attention (W^Q, W^K, W^V, W^O with biases, each
+  // D x D + D), the FFN, and two LayerNorms (gain and bias, 2 D each).
+  const int64_t attention = 4 * (512 * 512 + 512), feed = ffn_parameters(512, 2048),
+                norms = 2 * 2 * 512;
+  const int64_t layer = attention + feed + norms;
+  const double ffn_share = static_cast<double>(feed) / static_cast<double>(layer);
+  fmt::print("    the paper    D = 512, F = 2048: {:>9}  (per layer; attention has {})\n", feed,
+             attention);
+  fmt::print("  the paper's encoder layer: {} attention + {} FFN + {} two LayerNorms = {}\n",
+             attention, feed, norms, layer);
+  fmt::print("    the FFN's share: {:.1f}%\n\n", 100.0 * ffn_share);
+  return {.counts_agree = ffn.parameter_count() == ffn_parameters(d_model, d_ff) && feed == 2099712,
+          .of_layer = ffn_share};
+}
 
 void feed_forward(Rng& rng, Checks& check) {
   banner("1. The position-wise FFN");
@@ -101,9 +145,6 @@ void feed_forward(Rng& rng, Checks& check) {
     rows_changed += same ? 0 : 1;
   }
 
-  const auto count = [](int64_t d, int64_t f) {
-    return d * f + f + f * d + d;
-  };
   fmt::print("  x [{}, {}, {}], d_model = {}, d_ff = 4 d_model = {}\n\n", b, t_len, d_model,
              d_model, d_ff);
   fmt::print("  {:<52} {:>9}\n", "compared with the loops over positions", "max diff");
@@ -111,28 +152,209 @@ void feed_forward(Rng& rng, Checks& check) {
              max_abs_diff(y, by_hand));
   fmt::print("  {:<52} {:>9.1e}\n\n", "the module on each position alone, [1, 1, D]", alone_diff);
   fmt::print("  one token changed -> {} of {} output rows changed\n\n", rows_changed, b * t_len);
-  fmt::print("  parameters: W1 D x F + b1 F + W2 F x D + b2 D = 2 D F + F + D\n");
-  fmt::print("    this lesson  D = {:>3}, F = {:>4}: {:>9}\n", d_model, d_ff,
-             ffn.parameter_count());
-  // The paper's encoder layer (§3.1): attention (W^Q, W^K, W^V, W^O with biases, each
-  // D x D + D), the FFN, and two LayerNorms (gain and bias, 2 D each).
-  const int64_t attention = 4 * (512 * 512 + 512), feed = count(512, 2048), norms = 2 * 2 * 512;
-  const int64_t layer = attention + feed + norms;
-  const double ffn_share = static_cast<double>(feed) / static_cast<double>(layer);
-  fmt::print("    the paper    D = 512, F = 2048: {:>9}  (per layer; attention has {})\n", feed,
-             attention);
-  fmt::print("  the paper's encoder layer: {} attention + {} FFN + {} two LayerNorms = {}\n",
-             attention, feed, norms, layer);
-  fmt::print("    the FFN's share: {:.1f}%\n\n", 100.0 * ffn_share);
+  const FfnShare share = print_parameter_counts(ffn, d_model, d_ff);
   check(max_abs_diff(y, by_hand) <= 1e-5f,
         "the module equals one MLP applied position by position");
   check(alone_diff <= 1e-5f, "a position's output is the same with or without the others");
   check(rows_changed == 1, "changing one token changes exactly one output row");
-  check(ffn.parameter_count() == count(d_model, d_ff) && count(512, 2048) == 2099712,
+  check(share.counts_agree,
         "2 D F + F + D parameters: 2,099,712 in the paper's base model, twice attention's");
-  check(ffn_share > 0.66 && ffn_share < 0.67,
+  check(share.of_layer > 0.66 && share.of_layer < 0.67,
         fmt::format("the FFN holds {:.1f}% of an encoder layer's parameters: two thirds",
-                    100.0 * ffn_share));
+                    100.0 * share.of_layer));
+}
+
+// ---- 1b. What the FFN adds: the same encoder with and without it ----
+
+// Which sub-layer a block of the encoder holds; every block is LayerNorm(x + Sublayer(x)), the
+// paper's post-norm arrangement (§3.1).
+enum class Block { attention, feed_forward };
+
+// An encoder of the paper's kind: embeddings scaled by sqrt(D) (§3.4), sinusoidal positions
+// (§3.5), then the blocks in order, each LayerNorm(x + Sublayer(x)) (§3.1), and a Linear that
+// reads each position's output token. No dropout, so a seed fixes the whole run.
+class SmallEncoder : public nn::Module {
+ public:
+  SmallEncoder(const std::vector<Block>& blocks, int64_t vocab, int64_t d_model, int64_t d_ff,
+               int64_t heads, Rng& rng)
+      : blocks_(blocks),
+        embed_(vocab, d_model, rng),
+        positions_(64, d_model),
+        readout_(d_model, vocab, rng) {
+    register_module("embed", embed_);
+    for (size_t i = 0; i < blocks.size(); ++i) {
+      if (blocks[i] == Block::attention) {
+        attention_.push_back(std::make_unique<nn::MultiHeadAttention>(
+            nn::AttentionConfig{.d_model = d_model, .heads = heads}, rng));
+        register_module(fmt::format("blocks.{}.self_attn", i), *attention_.back());
+      } else {
+        ffn_.push_back(std::make_unique<nn::PositionwiseFeedForward>(d_model, d_ff, rng));
+        register_module(fmt::format("blocks.{}.ffn", i), *ffn_.back());
+      }
+      norms_.push_back(std::make_unique<nn::LayerNorm>(d_model));
+      register_module(fmt::format("blocks.{}.norm", i), *norms_.back());
+    }
+    register_module("readout", readout_);
+  }
+
+  // [snippet: ablation-forward]
+  // src [B, S] -> logits [B, S, V]: at every position, a guess of that position's output token.
+  Tensor forward(const IndexTensor& src) {
+    const int64_t d_model = embed_.weight.shape()[1];
+    Tensor h = embed_.forward(src) * std::sqrt(static_cast<float>(d_model)) +
+               positions_.rows(0, src.shape()[1]);
+    const Tensor padding = nn::padding_mask(src, data::kPad);  // no token attends to padding
+    size_t next_attention = 0, next_ffn = 0;
+    for (size_t i = 0; i < blocks_.size(); ++i) {
+      const Tensor sub = blocks_[i] == Block::attention
+                             ? attention_[next_attention++]->forward(h, h, padding)
+                             : ffn_[next_ffn++]->forward(h);
+      h = norms_[i]->forward(h + sub);
+    }
+    return readout_.forward(h);
+  }
+  // [/snippet]
+
+ private:
+  std::vector<Block> blocks_;
+  nn::Embedding embed_;
+  nn::PositionalEncoding positions_;
+  std::vector<std::unique_ptr<nn::MultiHeadAttention>> attention_;
+  std::vector<std::unique_ptr<nn::PositionwiseFeedForward>> ffn_;
+  std::vector<std::unique_ptr<nn::LayerNorm>> norms_;
+  nn::Linear readout_;
+};
+
+// What one training run ends with, measured on held-out sequences.
+struct AblationRun {
+  int64_t parameters = 0;
+  double final_loss = 0;  // mean training loss of the last kFinalLossSteps steps
+  double token_accuracy = 0, exact = 0;
+};
+
+// Trains one encoder from seed on fresh reverse pairs and scores it on the held-out pairs.
+AblationRun train_encoder(const std::vector<Block>& blocks, int64_t d_model,
+                          const data::TaskConfig& task, int64_t steps, uint64_t seed,
+                          const data::Batch& held_out) {
+  const int64_t d_ff = 4 * 32, heads = 2, batch = 32;  // 4 x the narrow d_model (§3.3)
+  Rng rng(seed);
+  SmallEncoder model(blocks, task.vocab_size, d_model, d_ff, heads, rng);
+  data::BatchSource batches =
+      data::BatchSource::generated(data::Task::Reverse, task, batch, Rng(rng.next_u64()));
+  nn::Optimizer adam(model.named_parameters(), nn::AdamConfig{});
+  AblationRun run{.parameters = model.parameter_count()};
+  const int64_t tail = std::min(kFinalLossSteps, steps);
+  for (int64_t step = 1; step <= steps; ++step) {
+    const data::Batch b = batches.next();
+    adam.zero_grad();
+    const Tensor loss =
+        cross_entropy(model.forward(b.src), b.tgt_out, {.ignore_index = data::kPad});
+    loss.backward();
+    adam.step(kAblationRate);
+    if (step > steps - tail) run.final_loss += loss.item() / static_cast<double>(tail);
+  }
+  NoGrad no_grad;
+  const Tensor logits = model.forward(held_out.src);  // [B, S, V]
+  const int64_t rows = held_out.src.shape()[0], len = held_out.src.shape()[1];
+  const int64_t vocab = task.vocab_size;
+  int64_t right_tokens = 0, tokens = 0, right_rows = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    bool all_right = true;
+    for (int64_t t = 0; t < len; ++t) {
+      const int32_t want = held_out.tgt_out.data()[r * len + t];
+      if (want == data::kPad) continue;
+      const float* row = logits.data() + (r * len + t) * vocab;
+      const int32_t guess = static_cast<int32_t>(std::max_element(row, row + vocab) - row);
+      right_tokens += guess == want ? 1 : 0;
+      ++tokens;
+      all_right = all_right && guess == want;
+    }
+    right_rows += all_right ? 1 : 0;
+  }
+  run.token_accuracy = static_cast<double>(right_tokens) / static_cast<double>(tokens);
+  run.exact = static_cast<double>(right_rows) / static_cast<double>(rows);
+  return run;
+}
+
+// The three encoders the ablation trains, and what each run gave, per seed.
+struct Variant {
+  const char* name;
+  std::vector<Block> blocks;
+  int64_t d_model;
+  std::vector<AblationRun> runs{};  // one per seed
+};
+
+// Whether variant a beat variant b in every seed, on the field.
+bool better_in_every_seed(const Variant& a, const Variant& b, double AblationRun::*field) {
+  bool always = true;
+  for (size_t i = 0; i < a.runs.size(); ++i) always = always && a.runs[i].*field > b.runs[i].*field;
+  return always;
+}
+
+// The claims about the ablation; ffn_ablation() prints the runs they rest on.
+void check_ablation(const std::vector<Variant>& variants, uint64_t seeds, Checks& check) {
+  const Variant &with_ffn = variants[0], &wide = variants[1], &narrow = variants[2];
+  const int64_t p_ffn = with_ffn.runs[0].parameters, p_wide = wide.runs[0].parameters;
+  const int64_t ffn_block = ffn_parameters(32, 4 * 32), norm = 2 * 32;
+  fmt::print("  the two FFN blocks: 2 x ({} FFN + {} LayerNorm) = {} parameters\n\n", ffn_block,
+             norm, 2 * (ffn_block + norm));
+  check(p_ffn - narrow.runs[0].parameters == 2 * (ffn_block + norm),
+        fmt::format("removing them leaves {} - {} = {}: nothing else differs at D = 32", p_ffn,
+                    2 * (ffn_block + norm), narrow.runs[0].parameters));
+  check(
+      p_wide >= p_ffn && p_wide <= p_ffn + p_ffn / 20,
+      fmt::format("without the FFN, D = 56 gives {} parameters: {:.1f}% more than the {} "
+                  "with it, within 5%",
+                  p_wide, 100.0 * static_cast<double>(p_wide - p_ffn) / static_cast<double>(p_ffn),
+                  p_ffn));
+  check(better_in_every_seed(with_ffn, wide, &AblationRun::exact) &&
+            better_in_every_seed(with_ffn, wide, &AblationRun::token_accuracy),
+        fmt::format("with the FFN the encoder beats the wider one without it in {} of {} "
+                    "seeds, in exact match and token accuracy",
+                    seeds, seeds));
+  check(better_in_every_seed(with_ffn, narrow, &AblationRun::exact),
+        fmt::format("and beats the same encoder without the FFN at D = 32 in {} of {} seeds", seeds,
+                    seeds));
+}
+
+// The FFN's contribution measured, not counted: the same encoder trained with its FFN blocks and
+// without them, at (almost) the same number of parameters, on the library's reverse task.
+void ffn_ablation(bool quick, uint64_t seed, Checks& check) {
+  const data::TaskConfig task{.vocab_size = 11, .min_len = 3, .max_len = 8};
+  const int64_t steps = 600, held_out_rows = 256;
+  const uint64_t seeds = quick ? 1 : 3;
+  const Block att = Block::attention, ffn = Block::feed_forward;
+  // [snippet: ablation-variants]
+  // With the FFN: attention and FFN blocks in turn, as in the paper's encoder layer (§3.1), with
+  // d_ff = 4 d_model = 128. Without it: the FFN blocks removed and d_model widened from 32 to
+  // 56, which makes up their parameters (3.4% more); and, for reference, not widened.
+  std::vector<Variant> variants = {
+      {.name = "attention + FFN, D = 32", .blocks = {att, ffn, att, ffn}, .d_model = 32},
+      {.name = "attention only, D = 56", .blocks = {att, att}, .d_model = 56},
+      {.name = "attention only, D = 32", .blocks = {att, att}, .d_model = 32}};
+  // [/snippet]
+  Rng held_out_rng(seed ^ 0x5eedf00dULL);  // not a training stream: never trained on
+  const data::Batch held_out =
+      data::make_batch(data::generate(data::Task::Reverse, held_out_rows, task, held_out_rng));
+  fmt::print(
+      "\n  the library's reverse task: src = {} to {} of {} symbols and </s>, target = the "
+      "symbols\n  reversed and </s>, every position predicted at once\n",
+      task.min_len, task.max_len, task.vocab_size - data::kNumSpecial);
+  fmt::print(
+      "  {} steps of 32 fresh pairs, Adam at {} (constant), no dropout; scored on {} held-out "
+      "pairs;\n  final loss: the mean training loss of the last {} steps\n\n",
+      steps, kAblationRate, held_out_rows, kFinalLossSteps);
+  fmt::print("  {:<24} {:>6} {:>10} {:>5} {:>11} {:>10} {:>6}\n", "encoder", "blocks", "parameters",
+             "seed", "final loss", "token acc", "exact");
+  for (Variant& v : variants)
+    for (uint64_t s = seed; s < seed + seeds; ++s) {
+      v.runs.push_back(train_encoder(v.blocks, v.d_model, task, steps, s, held_out));
+      const AblationRun& r = v.runs.back();
+      fmt::print("  {:<24} {:>6} {:>10} {:>5} {:>11.4f} {:>10.4f} {:>6.3f}\n", v.name,
+                 v.blocks.size(), r.parameters, s, r.final_loss, r.token_accuracy, r.exact);
+    }
+  fmt::print("\n");
+  check_ablation(variants, seeds, check);
 }
 
 // ---- 2. Residual connections ----
@@ -303,9 +525,11 @@ void check_gradients(const StackGradients& half, const StackGradients& xavier, C
                     level(pre) < level(bottom_over_top(g->residual));
   }
   check(norms_level, "post-norm and pre-norm: bottom / top within a factor of 10 at both scales");
+  // Only this toy's input gradients dL/dh_i at initialisation; Xiong et al. (2020) measure the
+  // weights' gradients of a real Transformer, and there post-norm is the less level one.
   check(post_flattest,
-        fmt::format("post-norm is the most level ({:.2f}, {:.2f}), then pre-norm ({:.2f}, "
-                    "{:.2f}), then x + f(x)",
+        fmt::format("in this tanh stack, bottom / top is nearest 1 for post-norm ({:.2f}, "
+                    "{:.2f}), then pre-norm ({:.2f}, {:.2f}), then x + f(x)",
                     bottom_over_top(half.post_norm), bottom_over_top(xavier.post_norm),
                     bottom_over_top(half.pre_norm), bottom_over_top(xavier.pre_norm)));
 }
@@ -396,15 +620,16 @@ void projection_shortcut(Rng& rng, Checks& check) {
 
 constexpr int64_t kD = 8;  // features per token
 
-// A sentence of `length` token vectors [length, D]: every feature is 1 + noise, and feature 0
-// also carries the position, t / 10 (as a positional encoding would), so long sentences
-// reach values that short ones never do.
+// A sentence of `length` token vectors [length, D], built as the encoder's input is (§3.4,
+// §3.5): a content vector, every feature 1 + noise, plus the sinusoidal encoding of its
+// position, PE(t), whose features all stay within [-1, 1].
 std::vector<float> sentence(int64_t length, Rng& rng) {
+  static const nn::PositionalEncoding positions(256, kD);
+  const float* pe = positions.table().data();  // [256, D]
   std::vector<float> v(static_cast<size_t>(length * kD));
   for (int64_t t = 0; t < length; ++t)
     for (int64_t d = 0; d < kD; ++d)
-      v[static_cast<size_t>(t * kD + d)] =
-          1.0f + rng.normal() + (d == 0 ? static_cast<float>(t) / 10.0f : 0.0f);
+      v[static_cast<size_t>(t * kD + d)] = 1.0f + rng.normal() + pe[t * kD + d];
   return v;
 }
 
@@ -478,7 +703,7 @@ struct Drift {
   viz::Series mean_real{}, mean_all{};  // d1's batch mean
   bool ln_same = true;                  // LayerNorm gave the probe token the same numbers
   bool padding_pulls = true;            // in every padded batch, padding lowered d1's mean
-  float bnm_largest = 0;                // largest |BatchNorm (masked) output| of a real token
+  float ln_largest = 0;                 // largest |LayerNorm output| of a real token
 };
 
 // `batches` batches of the probe sentence and batch - 1 random sentences of 2 to 40 tokens,
@@ -495,7 +720,7 @@ Drift norms_on_batches(const std::vector<float>& probe_sentence, int64_t batches
       bnp{.name = "BatchNorm, no mask"};
   viz::Series mean_real{.name = "real tokens only"}, mean_all{.name = "padding counted"};
   bool ln_same = true, padding_pulls = true;
-  float bnm_largest = 0.0f;
+  float ln_largest = 0.0f;
   fmt::print(
       "  every batch: the same 5-token probe sentence + {} random sentences of 2..40 "
       "tokens\n\n",
@@ -537,7 +762,7 @@ Drift norms_on_batches(const std::vector<float>& probe_sentence, int64_t batches
     for (int64_t c = 0; c < cells; ++c)
       for (int64_t d = 0; d < kD; ++d)
         if (p.mask.data()[c] > 0.0f)
-          bnm_largest = std::max(bnm_largest, std::abs(y_bnm.data()[c * kD + d]));
+          ln_largest = std::max(ln_largest, std::abs(y_ln.data()[c * kD + d]));
     const float step = static_cast<float>(k + 1);
     for (viz::Series* s : {&ln, &bnm, &bnp, &mean_real, &mean_all}) s->xs.push_back(step);
     ln.ys.push_back(ln_probe.data()[0]);
@@ -557,7 +782,7 @@ Drift norms_on_batches(const std::vector<float>& probe_sentence, int64_t batches
           .mean_all = mean_all,
           .ln_same = ln_same,
           .padding_pulls = padding_pulls,
-          .bnm_largest = bnm_largest};
+          .ln_largest = ln_largest};
 }
 
 // The probe token's d1 and the batch means of d1, batch after batch.
@@ -582,32 +807,96 @@ void draw_drift(const Drift& drift, const std::string& out_dir) {
   fmt::print("  wrote {}\n\n", drift_path);
 }
 
-// The largest |output| of each normalisation on one sentence.
-struct Largest {
-  float batch_norm = 0, layer_norm = 0;
+// How far a change of one later token reaches back: the largest change of the outputs at the
+// probe sentence's earlier positions, and at every real token of the other sentences.
+struct Leak {
+  float earlier_positions = 0, other_sentences = 0;
 };
 
-// A sentence far longer than any seen in training; bn_masked is in eval mode (running
-// statistics).
-Largest on_a_long_sentence(Rng& rng, nn::LayerNorm& layer_norm, nn::BatchNorm& bn_masked) {
+// The decoder's first sub-layer, Norm(x + MaskedSelfAttention(x)) (§3.1, §3.2.3), on a padded
+// batch x, then again with the probe sentence's token at `changed` replaced by another.
+Leak future_reaches_back(const Padded& p, const Tensor& other_token, int64_t changed,
+                         nn::MultiHeadAttention& attention,
+                         const std::function<Tensor(const Tensor&)>& norm) {
   NoGrad no_grad;
-  const int64_t long_len = 200;
-  const Tensor long_x = Tensor::from({1, long_len, kD}, sentence(long_len, rng));
-  const Tensor long_bn = bn_masked.forward(long_x);
-  const Tensor long_ln = layer_norm.forward(long_x);
-  float bn_max = 0.0f, ln_max = 0.0f;
-  for (int64_t i = 0; i < long_x.numel(); ++i) {
-    bn_max = std::max(bn_max, std::abs(long_bn.data()[i]));
-    ln_max = std::max(ln_max, std::abs(long_ln.data()[i]));
+  const int64_t t_max = p.x.shape()[1];
+  // [snippet: future-leak]
+  // The look-ahead mask of lesson 03: position i reads no key j > i.
+  const Tensor look_ahead = nn::look_ahead_mask(t_max);
+  const auto sublayer = [&](const Tensor& x) {
+    return norm(x + attention.forward(x, x, look_ahead));
+  };
+  Tensor x_changed = p.x.clone();  // the same batch, the probe's (row 0's) token replaced
+  std::copy(other_token.data(), other_token.data() + kD, x_changed.data() + changed * kD);
+  const Tensor before = sublayer(p.x), after = sublayer(x_changed);
+  // [/snippet]
+  Leak leak;
+  for (int64_t c = 0; c < p.mask.numel(); ++c) {
+    if (p.mask.data()[c] == 0.0f || c == changed) continue;  // padding, and the token itself
+    const bool earlier = c < changed;                        // sentence 0, t < changed
+    float& worst = earlier ? leak.earlier_positions : leak.other_sentences;
+    if (!earlier && c < t_max) continue;  // sentence 0 after the change: none here
+    for (int64_t d = 0; d < kD; ++d)
+      worst = std::max(worst, std::abs(after.data()[c * kD + d] - before.data()[c * kD + d]));
   }
-  const float bound = std::sqrt(static_cast<float>(kD - 1));
-  fmt::print("  eval mode, one sentence of {} tokens (training saw at most 40):\n", long_len);
-  fmt::print("    largest |output|: BatchNorm {:.1f}, LayerNorm {:.2f}\n", bn_max, ln_max);
+  return leak;
+}
+
+// BatchNorm's statistics mix every position of the batch, so in training mode a later token
+// moves the earlier positions' outputs, past the look-ahead mask; LayerNorm's never leave the
+// token. bn_masked is already in eval mode.
+void the_future_through_the_statistics(const std::vector<float>& probe_sentence, Rng& rng,
+                                       nn::LayerNorm& layer_norm, nn::BatchNorm& bn_masked,
+                                       Checks& check) {
+  const int64_t changed = 4;  // the probe sentence's last token
+  const Padded p = pad({probe_sentence, sentence(12, rng), sentence(7, rng), sentence(20, rng)});
+  const std::vector<float> another = sentence(changed + 1, rng);  // its token `changed` replaces
+  const Tensor other_token =
+      Tensor::from({kD}, std::vector<float>(another.begin() + changed * kD, another.end()));
+  nn::MultiHeadAttention attention({.d_model = kD, .heads = 2}, rng);
+  nn::BatchNorm bn_training(kD);  // a fresh one in training mode: the batch's own statistics
+  const std::vector<std::pair<const char*, std::function<Tensor(const Tensor&)>>> norms = {
+      {"none: x + attention",
+       [](const Tensor& h) {
+         return h;
+       }},
+      {"LayerNorm",
+       [&](const Tensor& h) {
+         return layer_norm.forward(h);
+       }},
+      {"BatchNorm, training mode",
+       [&](const Tensor& h) {
+         return bn_training.forward(h, p.mask);
+       }},
+      {"BatchNorm, eval mode", [&](const Tensor& h) {
+         return bn_masked.forward(h, p.mask);
+       }}};
   fmt::print(
-      "    (LayerNorm's gamma = 1 and beta = 0 as initialised, so its output is (x - mean) / "
-      "sd,\n     never above sqrt(D - 1) = {:.2f})\n\n",
-      bound);
-  return {.batch_norm = bn_max, .layer_norm = ln_max};
+      "  a batch of 4 sentences ({} tokens: the probe, 12, 7, 20); sentence 1's token at "
+      "t = {} is replaced,\n  then Norm(x + MaskedSelfAttention(x)) again; the largest "
+      "change of an output:\n\n",
+      probe_sentence.size() / kD, changed);
+  fmt::print("    {:<26} {:>17} {:>17}\n", "Norm", fmt::format("sentence 1, t < {}", changed),
+             "other sentences");
+  std::vector<Leak> leaks;
+  for (const auto& [name, norm] : norms) {
+    leaks.push_back(future_reaches_back(p, other_token, changed, attention, norm));
+    fmt::print("    {:<26} {:>17.2e} {:>17.2e}\n", name, leaks.back().earlier_positions,
+               leaks.back().other_sentences);
+  }
+  fmt::print("\n");
+  const auto untouched = [](const Leak& l) {
+    return l.earlier_positions == 0.0f && l.other_sentences == 0.0f;
+  };
+  check(untouched(leaks[0]), "without a norm the look-ahead mask holds: no earlier output moves");
+  check(untouched(leaks[1]),
+        "with LayerNorm no earlier position and no other sentence moves, bit for bit");
+  check(leaks[2].earlier_positions > 1e-3f && leaks[2].other_sentences > 1e-3f,
+        fmt::format("with BatchNorm in training mode the later token moves the earlier positions "
+                    "by up to {:.3f}, and the other sentences by up to {:.3f}",
+                    leaks[2].earlier_positions, leaks[2].other_sentences));
+  check(untouched(leaks[3]),
+        "in eval mode (running statistics) BatchNorm lets nothing through, bit for bit");
 }
 
 // A batch of one token, the smallest there is: what BatchNorm makes of it in either mode.
@@ -626,7 +915,7 @@ OneToken one_token(const std::vector<float>& probe_sentence, int64_t probe_t, Rn
   // running statistics play no part, so a fresh BatchNorm gives what bn_masked would.
   nn::BatchNorm in_training(kD);
   const Tensor y_train = in_training.forward(token);
-  // Eval mode (bn_masked.eval() was called before the long sentence) uses the running
+  // Eval mode (bn_masked.eval() was called after the 40 batches) uses the running
   // statistics gathered in training: one token is enough.
   const Tensor y_eval = bn_masked.forward(token);
   // [/snippet]
@@ -659,6 +948,9 @@ void check_training_mode(const Drift& drift, const nn::BatchNorm& bn_masked,
         fmt::format("counting padding, the running mean of d1 learns {:.2f} instead of {:.2f}",
                     bn_plain.running_mean.at({0}), bn_masked.running_mean.at({0})));
   check(drift.padding_pulls, "in every padded batch the zeros drag feature d1's mean down");
+  const float bound = std::sqrt(static_cast<float>(kD - 1));
+  check(drift.ln_largest <= bound,
+        fmt::format("LayerNorm (gamma = 1, beta = 0) stays within sqrt(D - 1) = {:.2f}", bound));
 }
 
 // Eval mode: a batch of one token, and what training mode gave the same token.
@@ -718,21 +1010,13 @@ void layer_norm_vs_batch_norm(bool quick, Rng& rng, const std::string& out_dir, 
       "    masked: mean {:.3f}, var {:.3f}; padding counted: mean {:.3f}, var {:.3f}\n",
       batches, bn_masked.running_mean.at({0}), bn_masked.running_var.at({0}),
       bn_plain.running_mean.at({0}), bn_plain.running_var.at({0}));
-  fmt::print("  largest |BatchNorm (masked) output| of a real token in training: {:.2f}\n\n",
-             drift.bnm_largest);
+  fmt::print("  largest |LayerNorm output| of a real token: {:.2f}\n\n", drift.ln_largest);
   draw_drift(drift, out_dir);
   check_training_mode(drift, bn_masked, bn_plain, batches, check);
   fmt::print("\n");
 
-  bn_masked.eval();  // from here on BatchNorm uses its running statistics
-  const Largest largest = on_a_long_sentence(rng, layer_norm, bn_masked);
-  const float bound = std::sqrt(static_cast<float>(kD - 1));
-  check(largest.batch_norm > 2.0f * drift.bnm_largest,
-        fmt::format("on the long sentence BatchNorm's running statistics give {:.1f}, over "
-                    "twice the {:.2f} of training",
-                    largest.batch_norm, drift.bnm_largest));
-  check(largest.layer_norm <= bound,
-        fmt::format("LayerNorm (gamma = 1, beta = 0) stays within sqrt(D - 1) = {:.2f}", bound));
+  bn_masked.eval();  // from here on bn_masked uses its running statistics
+  the_future_through_the_statistics(probe_sentence, rng, layer_norm, bn_masked, check);
   fmt::print("\n");
   one_token_in_both_modes(probe_sentence, probe_t, drift, rng, bn_masked, check);
 }
@@ -744,7 +1028,7 @@ int main(int argc, char** argv) {
   bool quick = false;
   uint64_t seed = 1;
   std::string out_dir = "out";
-  app.add_flag("--quick", quick, "a smaller run, in about a second (the tests use it)");
+  app.add_flag("--quick", quick, "a smaller run, in about two seconds (the tests use it)");
   app.add_option("--seed", seed, "seed for the random inputs, weights and data")
       ->capture_default_str();
   app.add_option("--out", out_dir, "pictures go to <out>/05_ffn_residual_norm/")
@@ -755,6 +1039,7 @@ int main(int argc, char** argv) {
   try {
     Rng rng(seed);
     feed_forward(rng, check);
+    ffn_ablation(quick, seed, check);
     residual_connections(quick, rng, out_dir, check);
     projection_shortcut(rng, check);
     layer_norm_vs_batch_norm(quick, rng, out_dir, check);
