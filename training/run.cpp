@@ -243,7 +243,7 @@ Run::Run(const RunConfig& config) : asked_(config) {
   // The order of the random streams (run.h).
   Rng rng(settings_.seed);
   make_model(resumed, rng);
-  Rng batch_rng(rng.next_u64());
+  Rng batch_rng(settings_.batch_seed ? *settings_.batch_seed : rng.next_u64());
   const Rng fresh(batch_rng.next_u64());
   batches_ = std::make_unique<data::BatchSource>(
       make_batches(settings_, model(), tokenizer(), text_, batch_rng));

@@ -12,7 +12,8 @@
 // Random streams. Every draw follows from the seed, in this order: the model's initial
 // weights and its dropout layers' mask streams, then the batches' stream, and from it the
 // stream of fresh evaluation sequences. Checking draws only from that last one, so a run that
-// checks trains on the same batches as one that does not.
+// checks trains on the same batches as one that does not. With batch_seed, the batches' stream
+// starts from it instead, so that two models train on the same batches.
 //
 // When things happen, after step s of a run of N steps:
 //   - a check (BLEU or fresh exact copies) when eval_every divides s and s < N;

@@ -232,6 +232,7 @@ RunSettings with_defaults(const RunConfig& c) {
   s.eval_count = c.eval_count;
   s.snapshots = c.snapshots;
   s.seed = c.seed.value_or(s.seed);
+  s.batch_seed = c.batch_seed;
   s.threads = c.threads;
   s.save = c.save.value_or(c.resume.empty() ? s.save : c.resume);
   s.save_every = c.save_every;

@@ -53,6 +53,11 @@ struct RunConfig {
   double minutes = 0.0;                    // > 0: as many steps as fit, timed first
   std::optional<int64_t> average;          // average the last N checkpoints at the end; 0
   std::optional<uint64_t> seed;            // 1: every random draw follows from it
+  // The batches' stream starts from this seed instead of from a draw of `seed` after the
+  // model's (run.h), so that runs of models that draw different initial weights (a learned
+  // position table, say) still train on the same batches in the same order. Not kept in the
+  // training state: a resumed run restores the batches' position itself.
+  std::optional<uint64_t> batch_seed;
   // Checks, snapshots and files.
   std::optional<int64_t> eval_every;  // 0: check only at the end
   int64_t eval_count = 100;           // sequences decoded by each check
@@ -92,6 +97,7 @@ struct RunSettings {
   double minutes = 0.0;
   int64_t average = 0, eval_every = 0, eval_count = 100, snapshots = 25;
   uint64_t seed = 1;
+  std::optional<uint64_t> batch_seed;  // none: drawn from seed after the model
   int threads = 0;
   std::string save = "out/model.safetensors";
   int64_t save_every = 0;

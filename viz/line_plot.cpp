@@ -260,14 +260,18 @@ void draw_legend(Image& image, const Plan& plan, const std::vector<Series>& seri
   const TextMetrics m = text_metrics(plan.text);
   const int line_h = m.line_height + 4;
   const int swatch = 24;
-  std::vector<std::string> names;
+  std::vector<std::string> names;  // of the named series, which the legend lists
+  std::vector<Rgb> colours;
   int name_w = 0;
-  for (const Series& sr : series) {
-    names.push_back(elide(sr.name, f.w / 2, plan.text));
+  for (size_t k = 0; k < series.size(); ++k) {
+    if (series[k].name.empty()) continue;
+    names.push_back(elide(series[k].name, f.w / 2, plan.text));
+    colours.push_back(series[k].colour.value_or(kPalette[k % kPalette.size()]));
     name_w = std::max(name_w, text_width(names.back(), plan.text));
   }
+  if (names.empty()) return;
   const int w = 10 + swatch + 8 + name_w + 10;
-  const int h = 8 + static_cast<int>(series.size()) * line_h + 4;
+  const int h = 8 + static_cast<int>(names.size()) * line_h + 4;
   const int inset = 10;
   const std::array<std::array<int, 2>, 4> corners = {{
       {f.x + f.w - inset - w, f.y + inset},            // top right
@@ -290,10 +294,9 @@ void draw_legend(Image& image, const Plan& plan, const std::vector<Series>& seri
   }
   image.fill_rect(at[0], at[1], w, h, kWhite);
   image.stroke_rect(at[0], at[1], w, h, kFrame);
-  for (size_t k = 0; k < series.size(); ++k) {
+  for (size_t k = 0; k < names.size(); ++k) {
     const int y = at[1] + 8 + static_cast<int>(k) * line_h;
-    const Rgb colour = series[k].colour.value_or(kPalette[k % kPalette.size()]);
-    image.fill_rect(at[0] + 10, y + m.cap_middle() - 1, swatch, 3, colour);
+    image.fill_rect(at[0] + 10, y + m.cap_middle() - 1, swatch, 3, colours[k]);
     draw_text(image, at[0] + 10 + swatch + 8, y, names[k], kInk, plan.text);
   }
 }

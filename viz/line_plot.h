@@ -15,7 +15,7 @@ namespace gf::viz {
 // Every member has an initializer, so designated initializers may name any subset of them
 // (GCC's -Wmissing-field-initializers asks for that).
 struct Series {
-  std::string name{};       // shown in the legend
+  std::string name{};       // shown in the legend; "": not listed (lines that share a colour)
   std::vector<float> xs{};  // empty: 0, 1, 2, ... (the index of each y)
   std::vector<float> ys{};
   std::optional<Rgb> colour{};  // empty: the next colour of a built-in palette

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -219,4 +220,37 @@ TEST_CASE("a resumed run of a generated task shows the page sequences its first 
     CHECK(resumed_page.snapshots[i].maps.encoder == whole_page.snapshots[i].maps.encoder);
   }
   CHECK(resumed_page.metric_values == whole_page.metric_values);
+}
+
+TEST_CASE("with batch_seed, models that draw different weights train on the same batches",
+          "[training][run]") {
+  // A learned position table draws more initial values than the sinusoids, so the batches'
+  // stream, drawn from the seed after the model, starts elsewhere; batch_seed gives it a start
+  // of its own. The batches are told apart by what they hold: sentences of another length
+  // give other counts of target tokens.
+  TempDir dir("run_batch_seed");
+  const auto tokens_after_steps = [&](PositionKind positions, std::optional<uint64_t> batches) {
+    RunConfig config;
+    config.task = Task::ToyTranslation;
+    config.tokenizer = TokenizerKind::Char;
+    config.batch_tokens = 300;
+    config.d_model = 16;
+    config.d_ff = 32;
+    config.heads = 2;
+    config.layers = 1;
+    config.positions = positions;
+    config.warmup = 2;
+    config.steps = 6;
+    config.seed = 3;
+    config.batch_seed = batches;
+    config.snapshots = 0;
+    config.save = dir.file("model.safetensors");
+    Run run(config);
+    steps_until(run, 6);
+    return std::pair(run.sequences(), run.target_tokens());
+  };
+  CHECK(tokens_after_steps(PositionKind::Sinusoidal, 7) ==
+        tokens_after_steps(PositionKind::Learned, 7));
+  CHECK(tokens_after_steps(PositionKind::Sinusoidal, std::nullopt) !=
+        tokens_after_steps(PositionKind::Learned, std::nullopt));
 }

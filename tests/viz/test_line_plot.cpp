@@ -116,6 +116,22 @@ TEST_CASE("several series get distinct colours and a legend", "[viz][line_plot]"
   CHECK(ink(with_legend, f.x, f.y, f.w, f.h) > ink(without, f.x, f.y, f.w, f.h) + 500);
 }
 
+TEST_CASE("a series without a name is drawn but not listed in the legend", "[viz][line_plot]") {
+  // Three runs of one kind in one colour, with one legend entry between them.
+  const std::vector<Series> named = {{.name = "base", .ys = {2, 1, 0.5f}, .colour = kRed},
+                                     {.name = "seed 2", .ys = {2.1f, 1.1f, 0.6f}, .colour = kRed},
+                                     {.name = "seed 3", .ys = {2.2f, 1.2f, 0.7f}, .colour = kRed}};
+  std::vector<Series> one_entry = named;
+  one_entry[1].name = one_entry[2].name = "";
+  std::vector<Series> no_entry = one_entry;
+  no_entry[0].name = "";
+  const Rect f = line_plot_area(named).frame;
+  const int64_t lines = ink(line_plot(no_entry), f.x, f.y, f.w, f.h);
+  const int64_t one = ink(line_plot(one_entry), f.x, f.y, f.w, f.h);
+  CHECK(one > lines + 200);
+  CHECK(ink(line_plot(named), f.x, f.y, f.w, f.h) > one + 200);
+}
+
 TEST_CASE("line_plot rejects series and sizes it cannot draw", "[viz][line_plot]") {
   REQUIRE_THROWS_WITH(line_plot({{.name = "loss", .xs = {1, 2}, .ys = {1, 2, 3}}}),
                       Contains("line_plot: series \"loss\" has 2 xs but 3 ys"));
