@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Keeps the Chinese edition of the documentation in step with the English one.
 
-The English pages are the top README.md and every .md of a lesson folder (a lesson's README.md
-and, for the long lessons, its parts). Each has a Chinese page beside it with .zh.md in place of
-.md. The Chinese page's first line records which English text it translates, by the git blob id
-of that text (what `git hash-object README.md` prints):
+The English pages are the top README.md, the pages of lessons/ itself (the glossary,
+lessons/GLOSSARY.md) and every .md of a lesson folder (a lesson's README.md and, for the long
+lessons, its parts). Each has a Chinese page beside it with .zh.md in place of .md. The Chinese
+page's first line records which English text it translates, by the git blob id of that text
+(what `git hash-object README.md` prints):
 
   <!-- 译自 README.md（git blob 0123...）。英文版改动后，请同步修改本页，再运行 scripts/check_translations.py --stamp 本文件 -->
 
@@ -113,6 +114,7 @@ def chinese_page(english):
 
 def english_pages(root):
     pages = [root / "README.md"]
+    pages += sorted(p for p in (root / "lessons").glob("*.md") if not p.name.endswith(".zh.md"))
     for lesson in sorted((root / "lessons").glob("[0-9][0-9]_*")):
         pages += sorted(p for p in lesson.glob("*.md") if not p.name.endswith(".zh.md"))
     return [p for p in pages if p.exists()]

@@ -66,4 +66,8 @@ def sync_text(page, source, files):
 
 lessons = [Path(p).resolve() for p in sys.argv[1:]] or sorted((ROOT / "lessons").glob("[0-9]*"))
 for lesson in lessons:
+    if not (lesson / "main.cpp").is_file():
+        sys.exit(f"sync_snippets.py: {lesson}: not a lesson folder (no main.cpp); "
+                 "usage: scripts/sync_snippets.py [lessons/NN_name ...]")
+for lesson in lessons:
     sync(lesson)

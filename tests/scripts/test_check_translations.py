@@ -235,6 +235,26 @@ class CheckTranslations(SmallTree):
         self.check_fails_with("4 paragraphs in section '第 01 课：演示' ('Lesson 01: demo' in English), "
                               "lessons/01_demo/README.md has 5: a paragraph is missing")
 
+    def test_a_page_of_lessons_itself_is_paired_like_a_lesson_page(self):
+        # lessons/GLOSSARY.md, beside the lesson folders: its Chinese page is checked the same way.
+        self.write("lessons/GLOSSARY.md", "# Glossary\n\n**English** · [中文](GLOSSARY.zh.md)\n\n"
+                   "| English | 中文 | definition |\n|---|---|---|\n"
+                   "| mask | 掩码 | Scores set to $-\\infty$ before the softmax (§3.2.3). |\n")
+        self.check_fails_with("lessons/GLOSSARY.md has no Chinese page")
+        self.write("lessons/GLOSSARY.zh.md", "# 术语表\n\n[English](GLOSSARY.md) · **中文**\n\n"
+                   "| 中文 | English | 定义 |\n|---|---|---|\n"
+                   "| 掩码 | mask | 在 softmax 之前被设为 $-\\infty$ 的分数（§3.2.3）。 |\n")
+        self.run_script("--stamp", self.root / "lessons/GLOSSARY.zh.md")
+        result = self.run_script()
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("3 English pages, 0 problems", result.stdout)
+        self.edit("lessons/01_demo/README.zh.md", "回到[首页]", "见[术语表](../GLOSSARY.md)。回到[首页]")
+        self.check_fails_with("link to ../GLOSSARY.md; link to its Chinese page ../GLOSSARY.zh.md")
+        self.edit("lessons/01_demo/README.zh.md", "见[术语表](../GLOSSARY.md)。", "")
+        self.edit("lessons/GLOSSARY.zh.md", "（§3.2.3）", "")
+        self.check_fails_with("lessons/GLOSSARY.zh.md: numbers of lessons/GLOSSARY.md missing from the "
+                              "Chinese text: 3.2.3")
+
     def test_each_page_links_to_the_other_language(self):
         self.edit("README.md", "**English** · [中文](README.zh.md)", "")
         self.check_fails_with("README.md: link to the Chinese page near the top")
