@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <stdexcept>
 
 #include "viz/text.h"
@@ -63,7 +64,7 @@ void draw_legend(Image& image, const BarChart& chart) {
 }  // namespace
 
 int BarChartLayout::x_pixel(double value) const {
-  return left + static_cast<int>(value / x_max * plot_width);
+  return left + static_cast<int>((value - x_min) / (x_max - x_min) * plot_width);
 }
 
 int BarChartLayout::bar_top(size_t row) const {
@@ -83,11 +84,23 @@ BarChartLayout bar_chart_layout(const BarChart& chart, int width) {
   layout.plot_width = width - layout.left - kRight;
   layout.row_height = kRowHeight;
   layout.bar_height = kBarHeight;
-  double max_value = 0;
-  for (const BarRow& r : chart.rows) max_value = std::max(max_value, total(r));
-  for (const ReferenceLine& l : chart.lines) max_value = std::max(max_value, l.value);
-  layout.ticks = nice_ticks(0, max_value * 1.02, 5);
-  layout.x_max = std::max(layout.ticks.back(), max_value * 1.02);
+  double lo = chart.origin, hi = chart.origin;
+  for (const BarRow& r : chart.rows) {
+    lo = std::min(lo, chart.origin + total(r));
+    hi = std::max(hi, chart.origin + total(r));
+  }
+  for (const ReferenceLine& l : chart.lines) {
+    lo = std::min(lo, l.value);
+    hi = std::max(hi, l.value);
+  }
+  // 2% to spare past the bars and lines on each side that reaches beyond the origin.
+  const double spare = 0.02 * (hi - lo);
+  if (lo < chart.origin) lo -= spare;
+  if (hi > chart.origin) hi += spare;
+  if (hi <= lo) hi = lo + 1;
+  layout.ticks = nice_ticks(lo, hi, 5);
+  layout.x_min = lo;
+  layout.x_max = std::max(layout.ticks.back(), hi);
   return layout;
 }
 
@@ -113,13 +126,16 @@ Image bar_chart(const BarChart& chart, int width) {
     const BarRow& r = chart.rows[i];
     const int y = layout.bar_top(i), text_y = y + kBarHeight / 2 - m.cap_middle();
     draw_text(image, layout.left - 12 - text_width(r.label, kText), text_y, r.label, kInk, kText);
-    double at = 0;
+    double at = chart.origin;
+    int right = layout.x_pixel(at);  // the value goes right of the bar and of the origin
     for (size_t k = 0; k < r.segments.size(); ++k) {
       const int x0 = layout.x_pixel(at), x1 = layout.x_pixel(at + r.segments[k]);
-      image.fill_rect(x0, y, std::max(x1 - x0, 1), kBarHeight, kBarColours[k % kBarColours.size()]);
+      image.fill_rect(std::min(x0, x1), y, std::max(std::abs(x1 - x0), 1), kBarHeight,
+                      kBarColours[k % kBarColours.size()]);
       at += r.segments[k];
+      right = std::max(right, std::max(x0, x1));
     }
-    draw_text(image, layout.x_pixel(at) + 6, text_y, format_value(chart, at), kInk, kText);
+    draw_text(image, right + 6, text_y, format_value(chart, at), kInk, kText);
   }
   // Dashed, over the bars; line k is moved k * 3 pixels right, so that equal values stay apart.
   for (size_t k = 0; k < chart.lines.size(); ++k) {

@@ -74,3 +74,26 @@ TEST_CASE("a bar chart stacks each row's segments in the bar colours", "[viz][ba
 TEST_CASE("bar_chart rejects a chart without rows", "[viz][bar_chart]") {
   CHECK_THROWS_WITH(bar_chart(BarChart{.title = "empty"}), Contains("no rows"));
 }
+
+TEST_CASE("bars from another origin go left below it and right above it", "[viz][bar_chart]") {
+  // Ratios to a baseline of 1: one row below it, one above, and a band of lines around 1.
+  const BarChart ratios{.title = "ratio to the base",
+                        .rows = {{"better", {0.8 - 1.0}}, {"worse", {1.25 - 1.0}}},
+                        .lines = {{"floor, below", 0.95}, {"floor, above", 1.05}},
+                        .value_format = "{:.2f}",
+                        .origin = 1.0};
+  const BarChartLayout layout = bar_chart_layout(ratios, 500);
+  CHECK(layout.x_min == Approx(0.8 - 0.02 * 0.45));  // 2% of the span to spare on each side
+  CHECK(layout.x_max == Approx(1.25 + 0.02 * 0.45));
+  CHECK(layout.x_pixel(layout.x_min) == layout.left);
+  const Image image = bar_chart(ratios, 500);
+  const auto pixel_at = [&](double value, size_t row) {
+    return image.at(layout.x_pixel(value), layout.bar_top(row) + layout.bar_height / 2);
+  };
+  CHECK(pixel_at(0.85, 0) == kBarColours[0]);  // the first bar spans [0.8, 1)
+  CHECK(pixel_at(1.15, 0) != kBarColours[0]);  // and nothing right of the origin but its value
+  CHECK(pixel_at(0.85, 1) != kBarColours[0]);  // the second spans [1, 1.25)
+  CHECK(pixel_at(1.2, 1) == kBarColours[0]);
+  // The first row's value, 0.80, is printed right of the origin, clear of its bar.
+  CHECK(ink(image, layout.x_pixel(1.0) + 4, layout.bar_top(0), 40, layout.bar_height) > 10);
+}
