@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Fails when a function of the library or of the CLI is longer than 80 lines, so that each one
-# still reads in one go. The count is clang-tidy's readability-function-size: the line of the
-# closing brace minus that of the opening one, comments and blank lines included. A function
-# that has a reason to be longer says so on the line of its name:
+# Fails when a function of the library, of the CLI or of a lesson is longer than 80 lines, so
+# that each one still reads in one go. The count is clang-tidy's readability-function-size: the
+# line of the closing brace minus that of the opening one, comments and blank lines included. A
+# function that has a reason to be longer says so on the line of its name:
 #
 #   int main(int argc, char** argv) {  // NOLINT(readability-function-size): <the reason>
 #
@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 limit=${1:-80}
-dirs=(autograd nn models data viz cli)
+dirs=(autograd nn models data viz cli lessons)
 [ -d training ] && dirs+=(training)
 database=build/compile_commands.json
 

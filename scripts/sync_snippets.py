@@ -44,7 +44,8 @@ def sync(lesson):
 
 
 def sync_text(page, source, files):
-    pattern = re.compile(r"(<!-- snippet: (\S+)(?: (\S+))? -->\n```cpp\n)(.*?)(\n```)", re.S)
+    # The code is the lines up to the first fence, none when a new block is still empty.
+    pattern = re.compile(r"(<!-- snippet: (\S+)(?: (\S+))? -->\n```cpp\n)((?:.*\n)*?)(```)")
 
     def replace(match):
         name, file = match.group(2), match.group(3)
@@ -55,7 +56,7 @@ def sync_text(page, source, files):
             files[file] = snippets_in_source(path)
         if name not in files[file]:
             sys.exit(f"{page}: snippet {name} is not marked in {path}")
-        return match.group(1) + files[file][name] + match.group(5)
+        return match.group(1) + files[file][name] + "\n" + match.group(5)
 
     text = page.read_text()
     updated = pattern.sub(replace, text)
