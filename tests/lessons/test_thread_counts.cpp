@@ -32,10 +32,8 @@ std::string read_file(const fs::path& path) {
 // only its pictures of results are compared.
 const std::set<std::string> kTimingLessons = {"10_why_self_attention"};
 
-// Pictures of measured times (lesson 12 draws its learning curves against seconds of training).
-const std::set<std::string> kTimingPictures = {"10_why_self_attention/time_per_layer.png",
-                                               "12_real_sentences/de_curves.png",
-                                               "12_real_sentences/zh_CN_curves.png"};
+// Pictures of measured times.
+const std::set<std::string> kTimingPictures = {"10_why_self_attention/time_per_layer.png"};
 
 bool is_letter(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
