@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -15,12 +16,38 @@
 #include <limits>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "autograd/tensor.h"
 #include "viz/png.h"
 
 namespace gf::lessons {
+
+// The flags every lesson takes: --quick (the small run the tests make), --seed, and --out, the
+// folder whose NN_name/ holds what the lesson writes, as its README names it.
+struct LessonFlags {
+  bool quick = false;
+  uint64_t seed = 1;
+  std::string out_root = "out";
+  std::string folder;  // "03_masks"
+
+  // Adds the three flags to app, each with what it means in this lesson.
+  LessonFlags(CLI::App& app, std::string lesson_folder, const std::string& quick_help,
+              const std::string& seed_help, uint64_t default_seed = 1)
+      : seed(default_seed), folder(std::move(lesson_folder)) {
+    app.add_flag("--quick", quick, quick_help + " (the tests use it)");
+    app.add_option("--seed", seed, seed_help)->capture_default_str();
+    app.add_option("--out", out_root,
+                   fmt::format("what the lesson writes goes to <out>/{}/", folder))
+        ->capture_default_str();
+  }
+  // CLI11 holds the addresses of the members above until it parses.
+  LessonFlags(const LessonFlags&) = delete;
+  LessonFlags& operator=(const LessonFlags&) = delete;
+  // The lesson's own folder: <out>/NN_name.
+  std::string out() const { return out_root + "/" + folder; }
+};
 
 // Every claim goes through check(): it prints the claim, and one failure makes main return 1.
 struct Checks {

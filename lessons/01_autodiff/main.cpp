@@ -7,6 +7,9 @@
 // the text that walks through this file. Every claim is checked; a failed check makes the
 // program exit with 1.
 //
+// main(), at the end, is the table of contents: it calls the sections in the order of
+// README.md, and they are defined above it in the same order.
+//
 // Shape legend: N points, H hidden units.
 #include <fmt/format.h>
 
@@ -435,14 +438,8 @@ void train_a_small_network(bool quick, uint64_t seed, const std::string& dir, Ch
 
 int main(int argc, char** argv) {
   CLI::App app{"Lesson 01: tensors and reverse-mode autodiff"};
-  bool quick = false;
-  uint64_t seed = 1;
-  std::string out_dir = "out";
-  app.add_flag("--quick", quick, "a smaller run, in a second or two (the tests use it)");
-  app.add_option("--seed", seed, "seed for the random data and initial weights")
-      ->capture_default_str();
-  app.add_option("--out", out_dir, "directory for pictures (written to <out>/01_autodiff/)")
-      ->capture_default_str();
+  LessonFlags flags(app, "01_autodiff", "a smaller run, in a second or two",
+                    "seed for the random data and initial weights");
   CLI11_PARSE(app, argc, argv);
 
   Checks check;
@@ -450,11 +447,10 @@ int main(int argc, char** argv) {
     tensors(check);
     const HandResult hand = chain_rule_by_hand();
     same_numbers_from_backward(hand, check);
-    why_reverse_mode(quick, seed, check);
-    gradient_checking(seed, check);
-    const std::string dir = out_dir + "/01_autodiff";
-    std::filesystem::create_directories(dir);
-    train_a_small_network(quick, seed, dir, check);
+    why_reverse_mode(flags.quick, flags.seed, check);
+    gradient_checking(flags.seed, check);
+    std::filesystem::create_directories(flags.out());
+    train_a_small_network(flags.quick, flags.seed, flags.out(), check);
   } catch (const std::exception& e) {
     fmt::print("\nlesson 01: stopped by an exception: {}\n", e.what());
     return 1;

@@ -10,6 +10,9 @@
 // attention instead (the comparison of §3.2.1). README.md is the text that walks through this
 // file. Every claim is checked; a failed check makes the program exit with 1.
 //
+// main(), at the end, is the table of contents: it calls the sections in the order of
+// README.md, and they are defined above it in the same order.
+//
 // Shape legend: T queries, S keys, K = d_k (query and key width), V = d_v (value width),
 // N random trials, n keys per trial, B dictionaries of the retrieval task, D = their key width.
 #include <fmt/format.h>
@@ -876,26 +879,18 @@ void the_scale_in_training(bool quick, uint64_t seed, const std::string& out_dir
 
 int main(int argc, char** argv) {
   CLI::App app{"Lesson 02: scaled dot-product attention"};
-  bool quick = false;
-  uint64_t seed = 1;
-  std::string out = "out";
-  app.add_flag(
-      "--quick", quick,
-      "fewer random trials and smaller training runs, in a second or two (the tests use it)");
-  app.add_option("--seed", seed, "seed for the random queries and keys, and for the training runs")
-      ->capture_default_str();
-  app.add_option("--out", out, "directory for pictures; they go to <out>/02_attention/")
-      ->capture_default_str();
+  LessonFlags flags(app, "02_attention",
+                    "fewer random trials and smaller training runs, in a second or two",
+                    "seed for the random queries and keys, and for the training runs");
   CLI11_PARSE(app, argc, argv);
 
-  const std::string out_dir = out + "/02_attention";
   Checks check;
   try {
     soft_lookup(check);
-    attention_by_hand(out_dir, check);
-    why_the_scale(quick, seed, out_dir, check);
-    saturated_heatmaps(seed, out_dir, check);
-    the_scale_in_training(quick, seed, out_dir, check);
+    attention_by_hand(flags.out(), check);
+    why_the_scale(flags.quick, flags.seed, flags.out(), check);
+    saturated_heatmaps(flags.seed, flags.out(), check);
+    the_scale_in_training(flags.quick, flags.seed, flags.out(), check);
   } catch (const std::exception& e) {
     fmt::print("\nlesson 02: stopped by an exception: {}\n", e.what());
     return 1;

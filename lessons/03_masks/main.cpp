@@ -9,6 +9,9 @@
 // learns; and what a row with every key masked does. README.md is the text that walks
 // through this file. Every claim is checked; a failed check makes the program exit with 1.
 //
+// main(), at the end, is the table of contents: it calls the sections in the order of
+// README.md, and they are defined above it in the same order.
+//
 // Shape legend: B batch, T query length, S key length, D width, V vocabulary.
 #include <fmt/format.h>
 
@@ -856,33 +859,26 @@ std::string join(const Words& words) {
 
 int main(int argc, char** argv) {
   CLI::App app{"Lesson 03: masks"};
-  bool quick = false;
-  uint64_t seed = 1;
-  std::string out_dir = "out";
-  app.add_flag("--quick", quick, "a smaller model (the tests use it)");
-  app.add_option("--seed", seed, "seed for the embeddings and the model's weights")
-      ->capture_default_str();
-  app.add_option("--out", out_dir, "directory for pictures (they go to <out>/03_masks/)")
-      ->capture_default_str();
+  LessonFlags flags(app, "03_masks", "a smaller model",
+                    "seed for the embeddings and the model's weights");
   CLI11_PARSE(app, argc, argv);
-  const std::string out = out_dir + "/03_masks";
 
   Checks check;
   try {
-    Rng rng(seed);
+    Rng rng(flags.seed);
     const Head head(16, rng);
     Transformer model({.vocab_size = kVocabSize,
-                       .d_model = quick ? 16 : 32,
-                       .d_ff = quick ? 32 : 64,
+                       .d_model = flags.quick ? 16 : 32,
+                       .d_ff = flags.quick ? 32 : 64,
                        .heads = 4,
                        .encoder_layers = 2,
                        .decoder_layers = 2,
                        .max_len = 32},
                       rng);
-    padding(head, out, check);
-    look_ahead(head, model, out, check);
+    padding(head, flags.out(), check);
+    look_ahead(head, model, flags.out(), check);
     one_pass_and_steps(model, check);
-    training_without_the_mask(quick, seed, out, check);
+    training_without_the_mask(flags.quick, flags.seed, flags.out(), check);
     fully_masked_row(check);
   } catch (const std::exception& e) {
     fmt::print("\nlesson 03: stopped by an exception: {}\n", e.what());

@@ -8,6 +8,9 @@
 // learned. README.md is the text that walks through this file. Every claim is checked; a
 // failed check makes the program exit with 1.
 //
+// main(), at the end, is the table of contents: it calls the sections in the order of
+// README.md, and they are defined above it in the same order.
+//
 // Shape legend: B batch, T sequence length, D d_model, H heads, K = D / H, V vocabulary.
 #include <fmt/format.h>
 
@@ -186,7 +189,7 @@ void draw_head_blocks(const Tensor& q, const Tensor& qh, const std::vector<std::
         viz::heatmap(reshape(slice(qh, 1, i, i + 1), {t, d_k}),
                      options(fmt::format("head {} = qh[0, {}]  [T, K]", i + 1, i), block)));
   }
-  const std::string path = out_dir + "/04_multi_head/reshape.png";
+  const std::string path = out_dir + "/reshape.png";
   viz::write_png(viz::grid(panels, h + 1, "reshape + transpose: head i is column block i of q"),
                  path);
   fmt::print("  wrote {}\n", path);
@@ -579,12 +582,12 @@ void draw_heads(const std::vector<std::vector<viz::Image>>& rows,
   for (const std::vector<viz::Image>& row : rows)
     for (size_t i = 0; i < columns; ++i)
       all.push_back(i < row.size() ? row[i] : viz::Image(row[0].width(), row[0].height()));
-  const std::string heads_path = out_dir + "/04_multi_head/heads.png";
+  const std::string heads_path = out_dir + "/heads.png";
   viz::write_png(
       viz::grid(all, static_cast<int64_t>(columns),
                 "name the letters before and after: one trained layer per row, one panel per head"),
       heads_path);
-  const std::string curve_path = out_dir + "/04_multi_head/training.png";
+  const std::string curve_path = out_dir + "/training.png";
   viz::write_png(viz::line_plot(curves, {.title = "both neighbours named right (held-out rings)",
                                          .y_label = "accuracy (%)"}),
                  curve_path);
@@ -676,28 +679,23 @@ Tensor head_probs(const Tensor& probs, int64_t head) {
 
 int main(int argc, char** argv) {
   CLI::App app{"Lesson 04: multi-head attention"};
-  bool quick = false;
-  uint64_t seed = 1;
-  std::string out_dir = "out";
-  app.add_flag("--quick", quick, "a smaller run, in about a second (the tests use it)");
-  app.add_option("--seed", seed, "seed for the random inputs, weights and data")
-      ->capture_default_str();
-  app.add_option("--out", out_dir, "pictures go to <out>/04_multi_head/")->capture_default_str();
+  LessonFlags flags(app, "04_multi_head", "a smaller run, in about a second",
+                    "seed for the random inputs, weights and data");
   CLI11_PARSE(app, argc, argv);
 
   Checks check;
   try {
-    Rng rng(seed);
+    Rng rng(flags.seed);
     const std::vector<std::string> words = {"the", "cat", "sat", "on", "a", "mat"};
     nn::MultiHeadAttention mha({.d_model = 8, .heads = 2}, rng);
     // Random biases too (the library starts them at 0), so that slicing them is tested.
     for (nn::Linear* layer : {&mha.q, &mha.k, &mha.v, &mha.o})
       for (int64_t i = 0; i < layer->bias.numel(); ++i) layer->bias.data()[i] = 0.3f * rng.normal();
     const ByHand hand = heads_by_hand(mha, words, rng, check);
-    reshape_trick(mha, hand, words, out_dir, check);
-    parameter_count(quick, seed, check);
-    base_model_scale(seed, check);
-    heads_that_differ(quick, seed, out_dir, check);
+    reshape_trick(mha, hand, words, flags.out(), check);
+    parameter_count(flags.quick, flags.seed, check);
+    base_model_scale(flags.seed, check);
+    heads_that_differ(flags.quick, flags.seed, flags.out(), check);
   } catch (const std::exception& e) {
     fmt::print("\nlesson 04: stopped by an exception: {}\n", e.what());
     return 1;

@@ -13,6 +13,9 @@
 // README.md is the text that walks through this file. Every claim is checked; a failed check
 // makes the program exit with 1.
 //
+// main(), at the end, is the table of contents: it calls the sections in the order of
+// README.md, and they are defined above it in the same order.
+//
 // Shape legend: B batch, T sequence length, D d_model, F d_ff.
 #include <fmt/format.h>
 
@@ -575,7 +578,7 @@ void residual_connections(bool quick, Rng& rng, const std::string& out_dir, Chec
              bottom_over_top(half.post_norm_identity), bottom_over_top(half.pre_norm_identity));
   fmt::print("\n");
 
-  const std::string path = out_dir + "/05_ffn_residual_norm/gradients.png";
+  const std::string path = out_dir + "/gradients.png";
   draw_gradients(half, gain, depth, path);
   fmt::print("  wrote {}\n\n", path);
   check_gradients(half, xavier, check);
@@ -789,7 +792,7 @@ Drift norms_on_batches(const std::vector<float>& probe_sentence, int64_t batches
 void draw_drift(const Drift& drift, const std::string& out_dir) {
   const viz::Series &ln = drift.ln, &bnm = drift.bnm, &bnp = drift.bnp;
   const viz::Series &mean_real = drift.mean_real, &mean_all = drift.mean_all;
-  const std::string drift_path = out_dir + "/05_ffn_residual_norm/drift.png";
+  const std::string drift_path = out_dir + "/drift.png";
   viz::write_png(
       viz::grid(
           {viz::line_plot({ln, bnm, bnp}, {.title = "one fixed token's d1, normalised",
@@ -989,7 +992,7 @@ void one_token_in_both_modes(const std::vector<float>& probe_sentence, int64_t p
 
 void layer_norm_vs_batch_norm(bool quick, Rng& rng, const std::string& out_dir, Checks& check) {
   banner("3. LayerNorm versus BatchNorm");
-  const std::string slices_path = out_dir + "/05_ffn_residual_norm/slices.png";
+  const std::string slices_path = out_dir + "/slices.png";
   draw_slices(slices_path);
   fmt::print("  wrote {}\n\n", slices_path);
 
@@ -1025,24 +1028,18 @@ void layer_norm_vs_batch_norm(bool quick, Rng& rng, const std::string& out_dir, 
 
 int main(int argc, char** argv) {
   CLI::App app{"Lesson 05: feed-forward, residual connections, LayerNorm versus BatchNorm"};
-  bool quick = false;
-  uint64_t seed = 1;
-  std::string out_dir = "out";
-  app.add_flag("--quick", quick, "a smaller run, in about two seconds (the tests use it)");
-  app.add_option("--seed", seed, "seed for the random inputs, weights and data")
-      ->capture_default_str();
-  app.add_option("--out", out_dir, "pictures go to <out>/05_ffn_residual_norm/")
-      ->capture_default_str();
+  LessonFlags flags(app, "05_ffn_residual_norm", "a smaller run, in about two seconds",
+                    "seed for the random inputs, weights and data");
   CLI11_PARSE(app, argc, argv);
 
   Checks check;
   try {
-    Rng rng(seed);
+    Rng rng(flags.seed);
     feed_forward(rng, check);
-    ffn_ablation(quick, seed, check);
-    residual_connections(quick, rng, out_dir, check);
+    ffn_ablation(flags.quick, flags.seed, check);
+    residual_connections(flags.quick, rng, flags.out(), check);
     projection_shortcut(rng, check);
-    layer_norm_vs_batch_norm(quick, rng, out_dir, check);
+    layer_norm_vs_batch_norm(flags.quick, rng, flags.out(), check);
   } catch (const std::exception& e) {
     fmt::print("\nlesson 05: stopped by an exception: {}\n", e.what());
     return 1;

@@ -9,6 +9,9 @@
 // tied and untied. README.md is the text that walks through this file. Every claim is
 // checked; a failed check makes the program exit with 1.
 //
+// main(), at the end, is the table of contents: it calls the sections in the order of
+// README.md, and they are defined above it in the same order.
+//
 // Shape legend: T sequence length, D d_model, V vocabulary, L rows of the table (max_len).
 #include <fmt/format.h>
 
@@ -93,7 +96,7 @@ void sinusoid_table(const std::string& out_dir, Checks& check) {
   std::vector<std::string> rows(static_cast<size_t>(max_len)), cols(static_cast<size_t>(d_model));
   for (int64_t r = 0; r < max_len; r += 8) rows[static_cast<size_t>(r)] = std::to_string(r);
   for (int64_t c = 0; c < d_model; c += 8) cols[static_cast<size_t>(c)] = std::to_string(c);
-  const std::string heat_path = out_dir + "/06_positions/table.png";
+  const std::string heat_path = out_dir + "/table.png";
   viz::write_png(viz::heatmap(pe, {.title = "PE(pos, dimension): sin in even, cos in odd columns",
                                    .row_labels = rows,
                                    .col_labels = cols,
@@ -116,7 +119,7 @@ void sinusoid_table(const std::string& out_dir, Checks& check) {
     }
     curves.push_back(s);
   }
-  const std::string curve_path = out_dir + "/06_positions/waves.png";
+  const std::string curve_path = out_dir + "/waves.png";
   viz::write_png(viz::line_plot(curves, {.title = "four sine columns of the table (d_model = 64)",
                                          .x_label = "position",
                                          .y_label = "PE",
@@ -198,7 +201,7 @@ void relative_positions(const std::string& out_dir, Checks& check) {
         "the dot product peaks at k = 0 with D/2 = 32 and is symmetric in k");
   // The formula line is drawn under the measured one: the two coincide.
   formula.colour = viz::Rgb{170, 170, 170};
-  const std::string path = out_dir + "/06_positions/dot_by_offset.png";
+  const std::string path = out_dir + "/dot_by_offset.png";
   viz::write_png(viz::line_plot({formula, measured},
                                 {.title = "PE(p) . PE(p + k) depends on the offset k only (D = 64)",
                                  .x_label = "offset k",
@@ -277,7 +280,7 @@ void attention_without_order(uint64_t seed, const std::string& out_dir, Checks& 
                                                    .colour_bar = false,
                                                    .show_values = true});
   };
-  const std::string path = out_dir + "/06_positions/word_order.png";
+  const std::string path = out_dir + "/word_order.png";
   viz::write_png(viz::grid({panel(a_plain, dbm, "no positions: dog bites man"),
                             panel(b_plain, mbd, "no positions: man bites dog"),
                             panel(a_pos, dbm, "with positions: dog bites man"),
@@ -444,7 +447,7 @@ void why_sqrt_d(bool quick, uint64_t seed, const std::string& out_dir, Checks& c
   std::vector<viz::Series> series = xavier.series;
   series.push_back(normal.normal_scaled);
   series.push_back(xavier.pe_curve);
-  const std::string path = out_dir + "/06_positions/norms.png";
+  const std::string path = out_dir + "/norms.png";
   viz::write_png(viz::line_plot(series, {.title = "row norms of embeddings and positional codes",
                                          .x_label = "d_model",
                                          .y_label = "mean row norm (log scale)",
@@ -665,7 +668,7 @@ void training_with_and_without_scale(bool quick, uint64_t seed, const std::strin
   fmt::print("\n");
   check_scale_claims(runs, below_one, quick, check);
 
-  const std::string path = out_dir + "/06_positions/scale_training.png";
+  const std::string path = out_dir + "/scale_training.png";
   viz::write_png(
       viz::line_plot(curves, {.title = fmt::format("reverse task, training loss (mean of {} "
                                                    "seeds, 10-step windows)",
@@ -682,25 +685,19 @@ void training_with_and_without_scale(bool quick, uint64_t seed, const std::strin
 
 int main(int argc, char** argv) {
   CLI::App app{"Lesson 06: positional encoding"};
-  bool quick = false;
-  uint64_t seed = 1;
-  std::string out_dir = "out";
-  app.add_flag("--quick", quick, "a smaller run, in a few seconds (the tests use it)");
-  app.add_option(
-         "--seed", seed,
-         "seed for the random embeddings, weights and data (section 5: this seed and the next two)")
-      ->capture_default_str();
-  app.add_option("--out", out_dir, "pictures go to <out>/06_positions/")->capture_default_str();
+  LessonFlags flags(
+      app, "06_positions", "a smaller run, in a few seconds",
+      "seed for the random embeddings, weights and data (section 5: this seed and the next two)");
   CLI11_PARSE(app, argc, argv);
 
   Checks check;
   const auto start = std::chrono::steady_clock::now();
   try {
-    sinusoid_table(out_dir, check);
-    relative_positions(out_dir, check);
-    attention_without_order(seed, out_dir, check);
-    why_sqrt_d(quick, seed, out_dir, check);
-    training_with_and_without_scale(quick, seed, out_dir, check);
+    sinusoid_table(flags.out(), check);
+    relative_positions(flags.out(), check);
+    attention_without_order(flags.seed, flags.out(), check);
+    why_sqrt_d(flags.quick, flags.seed, flags.out(), check);
+    training_with_and_without_scale(flags.quick, flags.seed, flags.out(), check);
   } catch (const std::exception& e) {
     fmt::print("\nlesson 06: stopped by an exception: {}\n", e.what());
     return 1;

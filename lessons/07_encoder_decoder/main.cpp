@@ -10,6 +10,9 @@
 // README.md is the text that walks through this file. Every claim is checked; a failed check
 // makes the program exit with 1.
 //
+// main(), at the end, is the table of contents: it calls the sections in the order of
+// README.md, and they are defined above it in the same order.
+//
 // Shape legend: B batch, S source length, T target length, D d_model, H heads, V vocabulary.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -482,7 +485,7 @@ void draw_figure1(const WalkShapes& w, const TransformerConfig& c, const Batch& 
                          batch.src.shape()[0], batch.src.shape()[1], batch.tgt_in.shape()[1],
                          c.d_model, c.vocab_size),
              kLabel, kInk, 1);
-  const std::string path = out_dir + "/07_encoder_decoder/figure1.png";
+  const std::string path = out_dir + "/figure1.png";
   viz::write_png(image, path);
   fmt::print("  wrote {}\n\n", path);
 }
@@ -570,7 +573,7 @@ void draw_three_uses(const Batch& batch, const std::vector<Tensor>& enc_self,
     draw(cross.back(), "cross: Q = target, K, V = source", t_words, s_words, "query (target)",
          "key (source)", true);
   }
-  const std::string path = out_dir + "/07_encoder_decoder/three_attentions.png";
+  const std::string path = out_dir + "/three_attentions.png";
   viz::write_png(viz::grid(panels, 3,
                            "three uses of attention, one row per sentence "
                            "(untrained, last layer, head 1)"),
@@ -745,7 +748,7 @@ Shares where_parameters_live(const Sizes& t, const TransformerConfig& toy_config
     values.push_back(s_toy[i]);
     values.push_back(s_base[i]);
   }
-  const std::string path = out_dir + "/07_encoder_decoder/parameters.png";
+  const std::string path = out_dir + "/parameters.png";
   viz::write_png(viz::heatmap(values, static_cast<int64_t>(parts.size()), 2,
                               {.title = "where the parameters live (% of the total)",
                                .row_labels = {"embed", "enc self", "enc FFN", "dec self",
@@ -862,18 +865,13 @@ std::string shape_of(const Tensor& t) {
 
 int main(int argc, char** argv) {
   CLI::App app{"Lesson 07: encoder and decoder"};
-  bool quick = false;
-  uint64_t seed = 1;
-  std::string out_dir = "out";
-  app.add_flag("--quick", quick, "a smaller run, in well under a second (the tests use it)");
-  app.add_option("--seed", seed, "seed for the weights")->capture_default_str();
-  app.add_option("--out", out_dir, "pictures go to <out>/07_encoder_decoder/")
-      ->capture_default_str();
+  LessonFlags flags(app, "07_encoder_decoder", "a smaller run, in well under a second",
+                    "seed for the weights");
   CLI11_PARSE(app, argc, argv);
 
   Checks check;
   try {
-    Rng rng(seed);
+    Rng rng(flags.seed);
     // [snippet: toy]
     Transformer model({.vocab_size = 11,
                        .d_model = 16,
@@ -895,9 +893,9 @@ int main(int argc, char** argv) {
                fmt::join(words_of(batch.tgt_in, 1), " "));
     stacks_assembled(model, check);
     const WalkShapes walk = shapes_through(model, batch, check);
-    draw_figure1(walk, model.config, batch, out_dir);
-    three_uses(model, batch, out_dir, check);
-    parameter_counts(model, quick, seed, out_dir, check);
+    draw_figure1(walk, model.config, batch, flags.out());
+    three_uses(model, batch, flags.out(), check);
+    parameter_counts(model, flags.quick, flags.seed, flags.out(), check);
   } catch (const std::exception& e) {
     fmt::print("\nlesson 07: stopped by an exception: {}\n", e.what());
     return 1;

@@ -12,6 +12,9 @@
 // README.md is the text that walks through this file. Every claim is checked; a failed check
 // makes the program exit with 1.
 //
+// main(), at the end, is the table of contents: it calls the sections in the order of
+// README.md, and they are defined above it in the same order.
+//
 // Shape legend: B batch, S source length, T target length, D d_model, H heads, V vocabulary.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -152,7 +155,7 @@ void warmup_schedule(const std::string& out_dir, Checks& check) {
                std::abs(half_down / peak - 0.5) < 1e-3;
     curves.push_back(curve);
   }
-  const std::string path = out_dir + "/08_training/warmup_schedule.png";
+  const std::string path = out_dir + "/warmup_schedule.png";
   viz::write_png(viz::line_plot(curves, {.title = "eq. 3; legend: d_model, warmup",
                                          .y_label = "learning rate"}),
                  path);
@@ -460,12 +463,12 @@ void draw_training(const Setup& setup, const Run& run, const std::string& out_di
                       .y_label = "learning rate",
                       .width = 520,
                       .height = 360});
-  const std::string loss_path = out_dir + "/08_training/loss_and_lr.png";
+  const std::string loss_path = out_dir + "/loss_and_lr.png";
   viz::write_png(viz::grid({loss_plot, lr_plot}, 2), loss_path);
 
   // Teacher forced against free running.
   const std::vector<float> xs = eval_steps_of(run);
-  const std::string bias_path = out_dir + "/08_training/forced_vs_free.png";
+  const std::string bias_path = out_dir + "/forced_vs_free.png";
   viz::write_png(
       viz::line_plot(
           {{.name = "forced tokens", .xs = xs, .ys = column(run.evals, &Eval::forced_accuracy)},
@@ -708,7 +711,7 @@ void draw_step_costs(const std::vector<StepTimes>& times, const std::string& out
     uncached.push_back(static_cast<float>(1e3 * s.uncached));
   }
   const int w = 520, h = 380;
-  const std::string path = out_dir + "/08_training/decoding_step_cost.png";
+  const std::string path = out_dir + "/decoding_step_cost.png";
   viz::write_png(
       viz::grid(
           {viz::line_plot({{.name = "whole step", .xs = ts, .ys = step},
@@ -827,7 +830,7 @@ void alignment_emerges(bool quick, const Run& run, const HeldOut& held_out,
                                                           .col_axis = "src",
                                                           .cell_size = 12,
                                                           .colour_bar = false}));
-  const std::string grid_path = out_dir + "/08_training/cross_attention_steps.png";
+  const std::string grid_path = out_dir + "/cross_attention_steps.png";
   viz::write_png(viz::grid(panels, 6,
                            fmt::format("cross-attention through training (decoder layer {}, "
                                        "heads averaged, one held-out sequence)",
@@ -846,7 +849,7 @@ void alignment_emerges(bool quick, const Run& run, const HeldOut& held_out,
                     .xs = {xs.front(), xs.back()},
                     .ys = {static_cast<float>(uniform), static_cast<float>(uniform)},
                     .colour = viz::Rgb{150, 150, 150}});
-  const std::string curve_path = out_dir + "/08_training/diagonal_mass.png";
+  const std::string curve_path = out_dir + "/diagonal_mass.png";
   viz::write_png(viz::line_plot(curves, {.title = "weight on the aligned source token",
                                          .y_label = "diagonal mass"}),
                  curve_path);
@@ -908,7 +911,7 @@ void attention_after_training(Transformer& model, const HeldOut& held_out,
          .value_label = "weight",
          .cell_size = 16},
         fmt::format("{} after training: rows = layers, columns = heads", k.title));
-    const std::string path = out_dir + "/08_training/" + k.file;
+    const std::string path = out_dir + "/" + k.file;
     viz::write_png(grid, path);
     fmt::print("  wrote {}\n", path);
   }
@@ -1062,7 +1065,7 @@ void draw_smoothing_curves(const std::vector<Run>& runs,
     }
   }
   const int w = 480, h = 360;
-  const std::string path = out_dir + "/08_training/label_smoothing.png";
+  const std::string path = out_dir + "/label_smoothing.png";
   viz::write_png(
       viz::grid(
           {viz::line_plot(loss_curves, {.title = "held-out loss (unsmoothed)",
@@ -1156,7 +1159,7 @@ void the_runs_page(const Setup& setup, uint64_t seed, const Run& run, Transforme
                    const HeldOut& held_out, const std::string& out_dir, Checks& check) {
   banner("8. The run's page");
   const viz::RunPage page = copy_run_page(setup, seed, run, model, held_out);
-  const std::string path = out_dir + "/08_training/run.html";
+  const std::string path = out_dir + "/run.html";
   viz::write_run_page(page, path);
   const bool written = std::filesystem::exists(path) && std::filesystem::file_size(path) > 0;
   // No size in kB: the page records how long the run took, so its size varies between runs.
@@ -1322,7 +1325,7 @@ void draw_norm_curves(const std::vector<NormRun>& runs, double plateau,
                     .xs = {1.0f, last},
                     .ys = {static_cast<float>(plateau), static_cast<float>(plateau)},
                     .colour = viz::Rgb{150, 150, 150}});
-  const std::string path = out_dir + "/08_training/warmup_and_norm.png";
+  const std::string path = out_dir + "/warmup_and_norm.png";
   viz::write_png(viz::line_plot(curves, {.title = "training loss (mean of 10 steps), 3 seeds each",
                                          .y_label = "smoothed loss",
                                          .width = 760,
@@ -1453,14 +1456,11 @@ std::vector<float> eval_steps_of(const Run& run) {
 
 int main(int argc, char** argv) {
   CLI::App app{"Lesson 08: training on the copy task"};
-  bool quick = false;
-  uint64_t seed = 1;
-  std::string out_dir = "out";
+  LessonFlags flags(app, "08_training", "fewer steps and fewer runs, a few seconds",
+                    "seed for the weights, dropout and data");
   int64_t steps = 0, warmup = 0, batch = 0, length = 0;
   int threads = 1;
   float factor = 0.0f;
-  app.add_flag("--quick", quick, "fewer steps and fewer runs, a few seconds (the tests use it)");
-  app.add_option("--seed", seed, "seed for the weights, dropout and data")->capture_default_str();
   app.add_option("--steps", steps, "training steps (0: 400, or 250 with --quick)");
   app.add_option("--warmup", warmup, "warm-up steps of eq. 3 (0: the lesson's 50)");
   app.add_option("--factor", factor, "factor on eq. 3's rate (0: the lesson's 0.5)");
@@ -1470,45 +1470,43 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads,
                  "threads; the model is so small that one is fastest (0: one per core)")
       ->capture_default_str();
-  app.add_option("--out", out_dir, "pictures and the run's page go to <out>/08_training/")
-      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   if (threads > 0) gf::kernels::set_num_threads(threads);  // the results do not depend on it
   Checks check;
-  check.timings_checked = timings_checkable(quick);
+  check.timings_checked = timings_checkable(flags.quick);
   const auto start = std::chrono::steady_clock::now();
   try {
-    Setup setup = make_setup(quick);
+    Setup setup = make_setup(flags.quick);
     if (steps > 0) setup.steps = steps;
     if (warmup > 0) setup.warmup = warmup;
     if (factor > 0.0f) setup.factor = factor;
     if (batch > 0) setup.batch = batch;
     setup.eval_steps = eval_schedule(setup.steps);
     if (length > 0) setup.task.min_len = setup.task.max_len = length;
-    const HeldOut held_out = make_held_out(setup, seed);
-    warmup_schedule(out_dir, check);
-    first_adam_step(setup, seed, check);
-    teacher_forcing(setup, seed, held_out.pairs.front(), check);
+    const HeldOut held_out = make_held_out(setup, flags.seed);
+    warmup_schedule(flags.out(), check);
+    first_adam_step(setup, flags.seed, check);
+    teacher_forcing(setup, flags.seed, held_out.pairs.front(), check);
 
     // The paper's eps = 0.1 run is the main model; the others differ only in eps.
     std::vector<Run> runs;
     std::unique_ptr<Transformer> main_model;
     for (float eps : setup.smoothing_runs) {
       std::unique_ptr<Transformer> model;
-      runs.push_back(train(setup, eps, seed, held_out, model));
+      runs.push_back(train(setup, eps, flags.seed, held_out, model));
       if (eps == 0.1f) main_model = std::move(model);
     }
     const Run& main_run = main_run_of(runs);
-    training_the_copy_model(setup, main_run, *main_model, held_out, out_dir, check);
+    training_the_copy_model(setup, main_run, *main_model, held_out, flags.out(), check);
     greedy_decoding(*main_model, held_out, check);
-    cost_of_a_step(setup, held_out, out_dir, check);
+    cost_of_a_step(setup, held_out, flags.out(), check);
     size_t chosen_layer = 0;
-    alignment_emerges(setup.quick, main_run, held_out, out_dir, chosen_layer, check);
-    attention_after_training(*main_model, held_out, out_dir, chosen_layer, check);
-    label_smoothing(setup, runs, *main_model, held_out, out_dir, check);
-    the_runs_page(setup, seed, main_run, *main_model, held_out, out_dir, check);
-    warm_up_and_layer_norm(setup, held_out, out_dir, check);
+    alignment_emerges(setup.quick, main_run, held_out, flags.out(), chosen_layer, check);
+    attention_after_training(*main_model, held_out, flags.out(), chosen_layer, check);
+    label_smoothing(setup, runs, *main_model, held_out, flags.out(), check);
+    the_runs_page(setup, flags.seed, main_run, *main_model, held_out, flags.out(), check);
+    warm_up_and_layer_norm(setup, held_out, flags.out(), check);
   } catch (const std::exception& e) {
     fmt::print("\nlesson 08: stopped by an exception: {}\n", e.what());
     return 1;

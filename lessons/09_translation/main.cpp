@@ -12,6 +12,9 @@
 // README.md is the text that walks through this file. Every claim is checked; a failed check
 // makes the program exit with 1.
 //
+// main(), at the end, is the table of contents: it calls the sections in the order of
+// README.md, and they are defined above it in the same order.
+//
 // Shape legend: B batch, S source length, T target length, D d_model, H heads, V vocabulary.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -60,8 +63,6 @@ using namespace gf;
 using namespace gf::lessons;
 
 namespace {
-
-const std::string kDir = "/09_translation/";
 
 // Everything a run is made of; --quick shrinks it.
 struct Setup {
@@ -534,7 +535,7 @@ RandomRun train_and_decode(const Setup& s, const TransformerConfig& config,
   where_beam_and_greedy_differ(s, *t.model, tokenizer, corpus, test, decoded.greedy, decoded.beam,
                                check);
 
-  const std::string path = out_dir + kDir + "loss.png";
+  const std::string path = out_dir + "/loss.png";
   viz::write_png(viz::line_plot({{.name = "training loss (label smoothing 0.1)", .ys = t.losses}},
                                 {.title = "random split: training loss",
                                  .y_label = "cross-entropy (log scale)",
@@ -796,12 +797,12 @@ void draw_sentence(Transformer& model, const data::Tokenizer& tokenizer, const d
                                      .col_axis = "source token",
                                      .cell_size = 12,
                                      .colour_bar = false}));
-  const std::string heads_path = fmt::format("{}{}cross_heads_{}.png", out_dir, kDir, index);
+  const std::string heads_path = fmt::format("{}/cross_heads_{}.png", out_dir, index);
   viz::write_png(viz::grid(panels, maps.front().dim(1),
                            "cross-attention: decoder layers (rows) x heads (columns)"),
                  heads_path);
 
-  const std::string mean_path = fmt::format("{}{}cross_mean_{}.png", out_dir, kDir, index);
+  const std::string mean_path = fmt::format("{}/cross_mean_{}.png", out_dir, index);
   viz::write_png(viz::heatmap(head_map(maps.back(), -1), rows, cols,
                               {.title = "last decoder layer, heads averaged",
                                .row_labels = row_labels,
@@ -828,7 +829,7 @@ void draw_sentence(Transformer& model, const data::Tokenizer& tokenizer, const d
                          .cell_size = 20,
                          .colour_bar = false});
   };
-  const std::string words_path = fmt::format("{}{}alignment_{}.png", out_dir, kDir, index);
+  const std::string words_path = fmt::format("{}/alignment_{}.png", out_dir, index);
   viz::write_png(
       viz::grid({word_map(gold, "gold alignment"), word_map(pooled, "attention pooled into words")},
                 2, "gold word alignment beside the last layer's attention"),
@@ -908,7 +909,7 @@ void other_splits(const Setup& s, const Corpora& c, const RandomRun& random, uin
   std::vector<float> xs, ys;  // source words, % exact
   exact_by_length(c.length, length_out, xs, ys);
 
-  const std::string path = out_dir + kDir + "splits.png";
+  const std::string path = out_dir + "/splits.png";
   viz::write_png(viz::grid({viz::line_plot(curves, {.title = "training loss of the three splits",
                                                     .y_label = "loss (log scale)",
                                                     .log_y = true,
@@ -1062,7 +1063,7 @@ void the_runs_page(const Setup& s, uint64_t seed, const RandomRun& run,
                    const std::string& out_dir, Checks& check) {
   banner("6. The run's page");
   const viz::RunPage page = translation_run_page(s, seed, run, tokenizer, corpus);
-  const std::string path = out_dir + kDir + "run.html";
+  const std::string path = out_dir + "/run.html";
   viz::write_run_page(page, path);
   const bool written = std::filesystem::exists(path) && std::filesystem::file_size(path) > 0;
   // No size in kB: the page records how long the run took, so its size varies between runs.
@@ -1145,20 +1146,15 @@ std::vector<std::pair<int32_t, int32_t>> held_out_in(const data::AlignedPair& p,
 
 int main(int argc, char** argv) {
   CLI::App app{"Lesson 09: toy translation"};
-  bool quick = false;
-  uint64_t seed = 1;
-  std::string out_dir = "out";
-  app.add_flag("--quick", quick, "a tiny run in a few seconds (the tests use it)");
-  app.add_option("--seed", seed, "seed for the corpus and the weights")->capture_default_str();
-  app.add_option("--out", out_dir, "pictures and the run's page go to <out>/09_translation/")
-      ->capture_default_str();
+  LessonFlags flags(app, "09_translation", "a tiny run in a few seconds",
+                    "seed for the corpus and the weights");
   CLI11_PARSE(app, argc, argv);
 
   Checks check;
   const auto start = std::chrono::steady_clock::now();
   try {
-    const Setup s = make_setup(quick);
-    const Corpora corpora = the_toy_language(s, seed, check);
+    const Setup s = make_setup(flags.quick);
+    const Corpora corpora = the_toy_language(s, flags.seed, check);
     const data::BpeTokenizer tokenizer = one_vocabulary(s, corpora.random, check);
     three_tokenizers(tokenizer, corpora.random, check);
     // [snippet: model]
@@ -1167,10 +1163,12 @@ int main(int argc, char** argv) {
     config.tied = true;  // §3.4: one matrix for both embeddings and the pre-softmax projection
     // [/snippet]
     tied_embeddings(config, check);
-    RandomRun random = train_and_decode(s, config, tokenizer, corpora.random, seed, out_dir, check);
-    where_attention_goes(*random.trained.model, tokenizer, corpora.random, quick, out_dir, check);
-    other_splits(s, corpora, random, seed, out_dir, check);
-    the_runs_page(s, seed, random, tokenizer, corpora.random, out_dir, check);
+    RandomRun random =
+        train_and_decode(s, config, tokenizer, corpora.random, flags.seed, flags.out(), check);
+    where_attention_goes(*random.trained.model, tokenizer, corpora.random, flags.quick, flags.out(),
+                         check);
+    other_splits(s, corpora, random, flags.seed, flags.out(), check);
+    the_runs_page(s, flags.seed, random, tokenizer, corpora.random, flags.out(), check);
   } catch (const std::exception& e) {
     fmt::print("\nlesson 09: stopped by an exception: {}\n", e.what());
     return 1;

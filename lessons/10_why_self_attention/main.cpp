@@ -13,6 +13,9 @@
 // README.md is the text that walks through this file. Every claim is checked; a failed check
 // makes the program exit with 1.
 //
+// main(), at the end, is the table of contents: it calls the sections in the order of
+// README.md, and they are defined above it in the same order.
+//
 // Shape legend: B batch, N sequence length, D width, r neighbourhood, V vocabulary.
 #include <fmt/format.h>
 
@@ -54,8 +57,6 @@ using namespace gf;
 using namespace gf::lessons;
 
 namespace {
-
-const std::string kDir = "/10_why_self_attention/";
 
 // The least-squares slope of log(y) against log(x): the growth exponent, y ~ x^slope.
 double log_log_slope(const std::vector<double>& x, const std::vector<double>& y) {
@@ -188,7 +189,7 @@ void draw_time_per_layer(const Timings& t, int64_t batch, int64_t d, const std::
       ms.push_back(static_cast<float>(1e3 * s));
     series.push_back({.name = kNames[static_cast<size_t>(kind)], .xs = log2n, .ys = ms});
   }
-  const std::string path = out_dir + kDir + "time_per_layer.png";
+  const std::string path = out_dir + "/time_per_layer.png";
   viz::write_png(viz::line_plot(series, {.title = fmt::format(
                                              "forward time per layer, B = {}, D = {}", batch, d),
                                          .x_label = "log2 N (sequence length)",
@@ -385,7 +386,7 @@ void draw_path_length(const std::vector<int64_t>& ns, const std::vector<std::vec
     for (const int64_t v : path[static_cast<size_t>(kind)]) ys.push_back(static_cast<float>(v));
     series.push_back({.name = kStackNames[static_cast<size_t>(kind)], .xs = xs, .ys = ys});
   }
-  const std::string file = out_dir + kDir + "path_length.png";
+  const std::string file = out_dir + "/path_length.png";
   viz::write_png(viz::line_plot(series, {.title = "maximum path length from x_0 to y_(N-1)",
                                          .x_label = "N (sequence length)",
                                          .y_label = "layers"}),
@@ -1012,7 +1013,7 @@ void draw_copy_accuracy(const std::vector<Contestant>& models, const ByLength& r
     }
     curves.push_back(curve);
   }
-  const std::string file = out_dir + kDir + "copy_accuracy.png";
+  const std::string file = out_dir + "/copy_accuracy.png";
   viz::write_png(viz::line_plot(curves, {.title = fmt::format("exact copies after {} steps, by "
                                                               "length",
                                                               steps),
@@ -1026,22 +1027,17 @@ void draw_copy_accuracy(const std::vector<Contestant>& models, const ByLength& r
 
 int main(int argc, char** argv) {
   CLI::App app{"Lesson 10: why self-attention"};
-  bool quick = false;
-  uint64_t seed = 1;
-  std::string out_dir = "out";
-  app.add_flag("--quick", quick, "a smaller run in a few seconds (the tests use it)");
-  app.add_option("--seed", seed, "seed for weights and data")->capture_default_str();
-  app.add_option("--out", out_dir, "pictures go to <out>/10_why_self_attention/")
-      ->capture_default_str();
+  LessonFlags flags(app, "10_why_self_attention", "a smaller run in a few seconds",
+                    "seed for weights and data");
   CLI11_PARSE(app, argc, argv);
 
   Checks check;
-  check.timings_checked = timings_checkable(quick);
+  check.timings_checked = timings_checkable(flags.quick);
   try {
     const auto start = std::chrono::steady_clock::now();
-    time_per_layer(quick, seed, out_dir, check);
-    steps_and_paths(quick, seed, out_dir, check);
-    recurrent_forgets(quick, seed, out_dir, check);
+    time_per_layer(flags.quick, flags.seed, flags.out(), check);
+    steps_and_paths(flags.quick, flags.seed, flags.out(), check);
+    recurrent_forgets(flags.quick, flags.seed, flags.out(), check);
     fmt::print("\n  total time {:.1f} s\n", seconds_since(start));
   } catch (const std::exception& e) {
     fmt::print("\nlesson 10: stopped by an exception: {}\n", e.what());

@@ -12,6 +12,9 @@
 // failed check makes the program exit with 1. Timings depend on the machine and on what else
 // runs on it; the checks claim only what survives a busy machine.
 //
+// main(), at the end, is the table of contents: it calls the sections in the order of
+// README.md, and they are defined above it in the same order.
+//
 // Shape legend: n matrix size (square, row-major), B batch, S source length, T target
 // length, D d_model, F d_ff, V vocabulary.
 #include <fmt/format.h>
@@ -57,7 +60,6 @@ using namespace gf::lessons;
 
 namespace {
 
-const std::string kDir = "/11_making_it_fast/";
 using Clock = std::chrono::steady_clock;
 
 // The fastest of repeated calls of f() (sections 2 and 4; defined below them).
@@ -362,7 +364,7 @@ void draw_versions(const std::vector<Version>& all, GemmResults results,
                 {fmt::format("{} cores", threads), threads * peak.one_thread}},
       .value_format = "{:.1f}"};
   for (const Version& v : all) chart.rows.push_back({v.name, {g.at(v.name)}});
-  viz::write_png(viz::bar_chart(chart), out_dir + kDir + "gemm_versions.png");
+  viz::write_png(viz::bar_chart(chart), out_dir + "/gemm_versions.png");
 
   // (name in the table, shorter name for the legend)
   std::vector<std::pair<std::string, std::string>> plotted = {
@@ -392,7 +394,7 @@ void draw_versions(const std::vector<Version>& all, GemmResults results,
                                          .log_y = true,
                                          .width = 760,
                                          .height = 460}),
-                 out_dir + kDir + "gemm_sizes.png");
+                 out_dir + "/gemm_sizes.png");
 }
 
 GemmResults from_loop_to_kernel(bool quick, uint64_t seed, const Peak& peak, int threads,
@@ -742,7 +744,7 @@ std::vector<StepProfile> where_the_time_goes(bool quick, uint64_t seed, const st
   viz::Image both(left.width() + right.width(), std::max(left.height(), right.height()));
   both.blit(left, 0, 0);
   both.blit(right, left.width(), 0);
-  viz::write_png(both, out_dir + kDir + "profile.png");
+  viz::write_png(both, out_dir + "/profile.png");
   return profiles;
 }
 
@@ -855,7 +857,7 @@ void draw_step_rates(const StepRates& r, int64_t gemm_size, double peak, int mod
            .log_y = true,
            .width = 760,
            .height = 460}),
-      out_dir + kDir + "step_gflops.png");
+      out_dir + "/step_gflops.png");
   viz::write_png(viz::line_plot({{.name = "linear", .xs = r.ds, .ys = r.linear_share},
                                  {.name = "attention", .xs = r.ds, .ys = r.attention_share},
                                  {.name = "the rest", .xs = r.ds, .ys = r.other_share},
@@ -866,7 +868,7 @@ void draw_step_rates(const StepRates& r, int64_t gemm_size, double peak, int mod
                                  .log_y = false,
                                  .width = 760,
                                  .height = 460}),
-                 out_dir + kDir + "time_shares.png");
+                 out_dir + "/time_shares.png");
 }
 
 // `peak` is the multiply-add peak of the threads the models ran on (model_threads x one core's).
@@ -1024,27 +1026,23 @@ double best_seconds(const std::function<void()>& f, double budget) {
 
 int main(int argc, char** argv) {
   CLI::App app{"Lesson 11: making it fast"};
-  bool quick = false;
-  uint64_t seed = 11;
-  std::string out_dir = "out";
+  LessonFlags flags(app, "11_making_it_fast", "a smaller run in a few seconds",
+                    "seed for the matrices, weights and data", 11);
   int threads = 2;
-  app.add_flag("--quick", quick, "a smaller run in a few seconds (the tests use it)");
-  app.add_option("--seed", seed, "seed for the matrices, weights and data")->capture_default_str();
-  app.add_option("--out", out_dir, "pictures go to <out>/11_making_it_fast/")
-      ->capture_default_str();
   app.add_option("--threads", threads, "threads for the library kernels and the models")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   Checks check;
-  check.timings_checked = timings_checkable(quick);
+  check.timings_checked = timings_checkable(flags.quick);
   try {
     const auto start = Clock::now();
     kernels::set_num_threads(threads);
-    const Peak peak = measure_peak(quick, threads, check);
-    const GemmResults gemm = from_loop_to_kernel(quick, seed, peak, threads, out_dir, check);
-    subnormals(quick, seed, check);
+    const Peak peak = measure_peak(flags.quick, threads, check);
+    const GemmResults gemm =
+        from_loop_to_kernel(flags.quick, flags.seed, peak, threads, flags.out(), check);
+    subnormals(flags.quick, flags.seed, check);
     // A parallel loop ends when its last part does. A worker that is late to arrive costs
     // nothing (the caller takes its part), but one that has claimed a part and then loses its
     // core to another program holds the loop up until it runs again, and a training step
@@ -1055,14 +1053,15 @@ int main(int argc, char** argv) {
       fmt::print("\n  (the other cores are busy: sections 3 and 4 run the models on 1 thread)\n");
     kernels::set_num_threads(model_threads);
     kernels::set_gemm_backend(kernels::GemmBackend::Blocked);
-    const std::vector<StepProfile> profiles = where_the_time_goes(quick, seed, out_dir, check);
+    const std::vector<StepProfile> profiles =
+        where_the_time_goes(flags.quick, flags.seed, flags.out(), check);
     // The large GEMM's rate: the blocked kernel at the comparison size, the better of one
     // thread and all (a busy machine can make either the slower).
     const double large_gemm =
         std::max(gemm.at_size.at(gemm.order[4]), gemm.at_size.at(gemm.order[5]));
-    below_gemm_speed(seed, profiles, large_gemm, gemm.size, model_threads * peak.one_thread,
-                     model_threads, out_dir, check);
-    parallel_loops(quick, seed, threads, check);
+    below_gemm_speed(flags.seed, profiles, large_gemm, gemm.size, model_threads * peak.one_thread,
+                     model_threads, flags.out(), check);
+    parallel_loops(flags.quick, flags.seed, threads, check);
     fmt::print("\n  total time {:.1f} s\n", seconds_since(start));
   } catch (const std::exception& e) {
     fmt::print("\nlesson 11: stopped by an exception: {}\n", e.what());

@@ -14,6 +14,9 @@
 // draws the heads that score highest on a long sentence (the paper's Figures 3 to 5).
 // README.md is the text that walks through this file. Every claim is checked; a failed check
 // makes the program exit with 1.
+//
+// main(), at the end, is the table of contents: its banners are the sections of README.md, in
+// order, and each calls the functions above it that do the section's work.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
