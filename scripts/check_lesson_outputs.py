@@ -34,11 +34,33 @@ Everything else must be equal: every digit of every other number, every word, th
 the lines. A block that is not found is printed with the page's line and the line of the
 program's output that comes nearest, and the check exits with 1.
 
-  scripts/check_lesson_outputs.py [--bin DIR] [--output FILE] lessons/NN_name [...]
+The numbers of the prose. The English pages' text outside their blocks quotes numbers too
+(the Chinese pages quote the same ones: scripts/check_translations.py). Each that states a
+measurement, a number with a decimal point ("5.70"), a percentage ("29%") or a ratio ("76x"),
+must be held in one of two ways:
+
+  7. By an output block of the lesson's pages, at the precision the prose gives it: a
+     decimal by a number a block shows that rounds to it ("about 5.7" by 5.70 or 5.66, not by
+     5.8), a percentage by a percentage, a ratio by a ratio ("76x" by "76.2x"). The blocks
+     are held to the run by the rules above; the numbers they mask (timings) hold nothing,
+     and a number of the prose with a unit of time or speed ("about 1.5 s") is a timing too,
+     which no block holds.
+  8. By the page, in a comment by the paragraph: <!-- numbers: 0.9 0.98: the paper's Adam
+     settings (section 5.3) --> names the numbers and, after the colon, where they come from:
+     the paper, a setting of the program, arithmetic on numbers the page shows, a picture, a
+     timing on the machine the page names. A named number that no prose of the page quotes
+     fails, and so does a comment without a reason.
+
+Numbers in block quotes (the paper's words), inline code, links and comments are not
+checked, and neither are references to a section, table, figure or equation ("section 3.2",
+"§3.2", "Table 3").
+
+  scripts/check_lesson_outputs.py [--bin DIR] [--output FILE | --prose] lessons/NN_name [...]
 
 --bin: where the lesson programs are (default: build/bin). --output FILE: check the pages
 against a saved output of one lesson's full run instead of running it (the saved run must
 have been made with the variable above set, in a folder whose out/ the pages name).
+--prose: check only the numbers of the prose (rules 7 and 8), which needs no run.
 """
 
 from __future__ import annotations
@@ -50,6 +72,7 @@ import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -246,6 +269,125 @@ def check_lesson(lesson: Path, output: str) -> list[str]:
     return problems
 
 
+# Rules 7 and 8: the numbers of the prose.
+NUMBERS_NOTE = re.compile(r"<!-- numbers:(.*?)-->", re.S)
+# A decimal, a percentage or a ratio; not a part of a version ("3.1.6") or of a word.
+PROSE_NUMBER = re.compile(r"(?<![\w.§/])(\d+(?:,\d{3})*(?:\.\d+)?(?:e[-+]?\d+)?)(%|x\b|×)?"
+                          r"(?!\.?\d)")
+REFERENCE = re.compile(r"(?:§|\b(?:[Ss]ections?|[Tt]ables?|[Ff]igures?|[Ee]quations?|[Ee]q\.)"
+                       r"\s*)$")
+OUTPUT_NUMBER = re.compile(rf"(?<![\w.])({NUMBER})(%|x\b|×)?")
+
+
+@dataclass
+class ProseNumber:
+    text: str  # as the page writes it: "5.70", "29%", "76x"
+    line: int
+    timing: bool  # with a unit of time or speed: only a comment can hold it
+
+
+def measured(number: str, kind: str) -> bool:
+    """Whether a number of the prose states a measurement: a decimal, a percentage, a ratio."""
+    return bool(kind) or "." in number or "e" in number
+
+
+def prose_of(page: Path) -> list[tuple[int, str]]:
+    """The page's lines outside its fenced blocks and block quotes, with inline code, the
+    targets of links, HTML tags and comments blanked out."""
+    text = page.read_text(encoding="utf-8")
+    text = re.sub(r"<!--.*?-->", lambda m: "\n" * m[0].count("\n"), text, flags=re.S)
+    lines, fenced = [], False
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.startswith("```"):
+            fenced = not fenced
+            continue
+        if fenced or line.lstrip().startswith(">"):
+            continue
+        line = re.sub(r"`[^`]*`", " ", line)
+        line = re.sub(r"\]\([^)]*\)", "]", line)
+        lines.append((number, re.sub(r"<[^>]*>", " ", line)))
+    return lines
+
+
+def prose_numbers(page: Path) -> list[ProseNumber]:
+    found = []
+    for number, line in prose_of(page):
+        for m in PROSE_NUMBER.finditer(line):
+            if measured(m[1], m[2] or "") and not REFERENCE.search(line[:m.start()]):
+                timing = bool(TIMED.match(line, m.start(1)))
+                found.append(ProseNumber(m[1].replace(",", "") + (m[2] or ""), number, timing))
+    return found
+
+
+def page_notes(page: Path) -> tuple[dict[str, int], list[str]]:
+    """The numbers a page's comments account for (rule 8), each with the line of its comment,
+    and the problems of the comments themselves."""
+    text = page.read_text(encoding="utf-8")
+    named, problems = {}, []
+    for m in NUMBERS_NOTE.finditer(text):
+        line = text.count("\n", 0, m.start()) + 1
+        numbers, colon, reason = m[1].partition(":")
+        if not colon or not reason.strip():
+            problems.append(f"{page.name}:{line}: a numbers comment without a reason after a colon")
+        for number in numbers.split():
+            named[number.replace(",", "")] = line
+    return named, problems
+
+
+def shown(lesson: Path) -> dict[str, list[Decimal]]:
+    """The numbers the lesson's output blocks show, by kind: "" (any number), "%" and "x".
+    A number the blocks' rules mask (a timing, a ratio of timings) is not among them: it is
+    this machine's, not the lesson's."""
+    kinds = {"": [], "%": [], "x": []}
+    for page in sorted(lesson.glob("*.md")):
+        for block in output_blocks(page):
+            for line in block.lines:
+                for m in OUTPUT_NUMBER.finditer(mask(line, block.timings)):
+                    try:
+                        value = Decimal(m[1].replace(",", ""))
+                    except InvalidOperation:  # "1,2", "3.2.1": not a number
+                        continue
+                    kinds[""].append(value)
+                    if m[2]:
+                        kinds["x" if m[2] in ("x", "×") else "%"].append(value)
+    return kinds
+
+
+def held_by_blocks(number: str, blocks: dict[str, list[Decimal]]) -> bool:
+    """Rule 7: a number of the same kind in an output block rounds to the prose's number at
+    the digits the prose gives it."""
+    kind = number[-1] if number[-1] in "%x×" else ""
+    digits = number.rstrip("%x×")
+    value = Decimal(digits)
+    half = Decimal(5).scaleb(value.as_tuple().exponent - 1)  # half of the last digit's unit
+    return any(abs(abs(v) - value) <= half for v in blocks["x" if kind == "×" else kind])
+
+
+def check_prose(lesson: Path) -> list[str]:
+    problems = []
+    values = shown(lesson)
+    count = 0
+    for page in sorted(p for p in lesson.glob("*.md") if not p.name.endswith(".zh.md")):
+        named, note_problems = page_notes(page)
+        problems += note_problems
+        quoted = set()
+        for number in prose_numbers(page):
+            count += 1
+            quoted.add(number.text.replace("×", "x"))
+            if number.text in named or (not number.timing and
+                                        held_by_blocks(number.text, values)):
+                continue
+            problems.append(f"{page.relative_to(ROOT) if page.is_relative_to(ROOT) else page}:"
+                            f"{number.line}: the prose quotes {number.text}, which no output "
+                            f"block shows and no <!-- numbers: ... --> comment names")
+        for number, line in named.items():
+            if number not in quoted:
+                problems.append(f"{page.name}:{line}: the comment names {number}, which the "
+                                f"prose does not quote")
+    print(f"{lesson.name}: {count} numbers in the prose")
+    return problems
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -255,17 +397,24 @@ def main() -> int:
                         help="the folder of the lesson programs (default: build/bin)")
     parser.add_argument("--output", type=Path,
                         help="a saved output of the full run of the one lesson given")
+    parser.add_argument("--prose", action="store_true",
+                        help="check only the numbers of the prose against the output blocks")
     args = parser.parse_args()
     if args.output and len(args.lessons) != 1:
         parser.error("--output is the output of one lesson: give one lesson folder")
+    if args.output and args.prose:
+        parser.error("--prose runs nothing and reads no output: give one or the other")
     failed = False
     for lesson in args.lessons:
         lesson = lesson.resolve()
         if not (lesson / "README.md").exists():
             sys.exit(f"{lesson}: not a lesson folder (no README.md)")
-        output = args.output.read_text(encoding="utf-8") if args.output else \
-            run_lesson(lesson_program(lesson, args.bin.resolve()))
-        problems = check_lesson(lesson, output)
+        problems = []
+        if not args.prose:
+            output = args.output.read_text(encoding="utf-8") if args.output else \
+                run_lesson(lesson_program(lesson, args.bin.resolve()))
+            problems += check_lesson(lesson, output)
+        problems += check_prose(lesson)
         for problem in problems:
             print(problem)
         failed = failed or bool(problems)

@@ -167,7 +167,9 @@ class Page:
         self.images = [m.group(2) for m in IMAGE.finditer(self.prose)]
         # A formula may wrap differently in the two pages: compare it with its spaces collapsed.
         self.math = {" ".join(m.group(0).split()) for m in MATH.finditer(INLINE_CODE.sub("", self.prose))}
-        no_math = MATH.sub(" ", self.prose)
+        # Comments are not read: the English pages' <!-- numbers: ... --> notes for
+        # scripts/check_lesson_outputs.py, the Chinese pages' stamps.
+        no_math = MATH.sub(" ", re.sub(r"<!--.*?-->", " ", self.prose, flags=re.S))
         self.numbers = number_values(no_math)
         self.sections = paragraphs_by_section(self.text)
 

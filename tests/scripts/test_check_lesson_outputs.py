@@ -128,5 +128,61 @@ class CheckLessonOutputs(unittest.TestCase):
         self.assertIn("0 of 0 output blocks", done.stdout)
 
 
+BLOCK = ("```\nloss 2.3979 at step 0, 0.5012 at step 400 (1.5 s)\n"
+         "backward() is 1344x faster: 0.039 ms against 52.4 ms\n"
+         "accuracy 32% (96 of 300), ratio 2.46x\n```\n")
+
+
+class ProseNumbers(unittest.TestCase):
+    """Rules 7 and 8: the numbers of the prose, held by the blocks or named by a comment."""
+
+    def check(self, prose: str, chinese: str = "") -> subprocess.CompletedProcess:
+        with tempfile.TemporaryDirectory() as folder:
+            lesson = Path(folder, "99_demo")
+            lesson.mkdir()
+            (lesson / "README.md").write_text(f"# demo\n\n{BLOCK}\n{prose}\n", encoding="utf-8")
+            if chinese:
+                (lesson / "README.zh.md").write_text(chinese, encoding="utf-8")
+            return subprocess.run([sys.executable, str(SCRIPT), "--prose", str(lesson)],
+                                  capture_output=True, text=True, check=False)
+
+    def assert_passes(self, prose: str, chinese: str = ""):
+        done = self.check(prose, chinese)
+        self.assertEqual(done.returncode, 0, done.stdout + done.stderr)
+
+    def assert_fails(self, prose: str, expected: str):
+        done = self.check(prose)
+        self.assertEqual(done.returncode, 1, done.stdout + done.stderr)
+        self.assertIn(expected, done.stdout)
+
+    def test_a_number_a_block_shows_at_the_prose_digits(self):
+        self.assert_passes("The loss falls from 2.3979, about 2.40, to 0.50 and 0.5.")
+        self.assert_fails("The loss falls to 0.49.", "README.md:9: the prose quotes 0.49")
+        self.assert_fails("The loss falls to 0.5013.", "the prose quotes 0.5013")
+
+    def test_percentages_and_ratios_by_their_kind(self):
+        self.assert_passes("It gets 32% right, and the ratio is 2.5x.")
+        self.assert_fails("It gets 96% right.", "the prose quotes 96%")  # 96 is not a percentage
+        self.assert_fails("It is 2.39x the first.", "the prose quotes 2.39x")  # nor 2.3979 a ratio
+
+    def test_a_masked_number_holds_nothing(self):
+        self.assert_fails("One pass takes 1.5 s.", "the prose quotes 1.5")
+        # nor does a block's number hold a timing of the prose
+        self.assert_fails("One pass takes 0.50 s.", "the prose quotes 0.50")
+        self.assert_fails("backward() is 1344x faster.", "the prose quotes 1344x")
+
+    def test_a_comment_names_what_the_run_does_not_print(self):
+        self.assert_passes("<!-- numbers: 1.5 1344x: timings on the machine of the block -->\n"
+                           "One pass takes 1.5 s; backward() is 1344x faster.")
+        self.assert_fails("<!-- numbers: 1.5 -->\nOne pass takes 1.5 s.", "without a reason")
+        self.assert_fails("<!-- numbers: 1.5 7.25: timings -->\nOne pass takes 1.5 s.",
+                          "the comment names 7.25, which the prose does not quote")
+
+    def test_quotes_code_references_and_the_chinese_pages_are_not_read(self):
+        self.assert_passes("> We used beta2 = 0.98 and dropout 0.1. (§5.3)\n\n"
+                           "Section 3.2.1 and Table 3 say so; `--lr 0.25` too, and [a link]"
+                           "(https://example.com/v1.5/).", chinese="数字 0.77 不在这里检查。\n")
+
+
 if __name__ == "__main__":
     unittest.main()
