@@ -622,13 +622,22 @@ void check_design(const std::vector<Scores>& base, const std::vector<RowResult>&
 // What holds only after the full run: the base translates; with --every-row, label smoothing
 // does what §5.4 says it does to every prediction, on every seed, by more than the seeds move
 // the base.
-void check_results(const std::vector<Scores>& base, const std::vector<RowResult>& rows,
-                   Checks& check) {
+void check_results(const Setup& s, const std::vector<Scores>& base,
+                   const std::vector<RowResult>& rows, Checks& check) {
   double lowest_chrf = base.front().chrf;
   for (const Scores& b : base) lowest_chrf = std::min(lowest_chrf, b.chrf);
-  check(lowest_chrf >= 20.0,
-        fmt::format("the base translates: chrF {:.2f} or more on every seed (20 or more asked)",
-                    lowest_chrf));
+  // chrF 20 is a German bar. On Chinese, whose characters are words, chrF runs far lower (the
+  // recipe's model on the test sets: 53.45 in German, 25.02 in Chinese, README.md), and no run
+  // here has measured what a Chinese bar should be.
+  if (s.language == "de")
+    check(lowest_chrf >= 20.0,
+          fmt::format("the base translates: chrF {:.2f} or more on every seed (20 or more asked)",
+                      lowest_chrf));
+  else
+    fmt::print(
+        "  (the base reaches chrF {:.2f} or more on every seed; the check that it "
+        "translates, chrF 20, is made in German only)\n",
+        lowest_chrf);
   const auto sharp = std::ranges::find_if(
       rows, [](const RowResult& r) { return r.row.name == "no label smoothing"; });
   if (sharp == rows.end()) return;
@@ -732,7 +741,7 @@ int main(int argc, char** argv) {
     const std::vector<RowResult> rows = row_runs(s, train, dev, base, m.d_model);
     draw_ratios(s, noise_floor(base), rows);
     check_design(base, rows, m.d_model, m.max_len, check);
-    if (!s.quick) check_results(base, rows, check);
+    if (!s.quick) check_results(s, base, rows, check);
 
     banner(fmt::format("4. What fits in {:.0f} seconds", s.budget_seconds).c_str());
     if (s.quick)  // the tests compare --quick's output across thread counts: no timings
