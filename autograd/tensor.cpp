@@ -256,7 +256,7 @@ IndexTensor IndexTensor::zeros(const Shape& shape) {
   check_dims("index tensor", shape);
   IndexTensor t;
   t.shape_ = shape;
-  t.data_ = std::make_shared<int32_t[]>(static_cast<size_t>(shape.numel()));
+  t.data_ = std::shared_ptr<int32_t[]>(new int32_t[static_cast<size_t>(shape.numel())]());
   return t;
 }
 
@@ -271,7 +271,7 @@ int32_t IndexTensor::at(std::initializer_list<int64_t> index) const {
                                    shape_[d], d, shape_));
     offset = offset * shape_[d++] + i;
   }
-  return data_[offset];
+  return data_[static_cast<std::ptrdiff_t>(offset)];
 }
 
 }  // namespace gf

@@ -65,8 +65,8 @@ constexpr std::array<std::pair<char32_t, char32_t>, 22> kZhRanges = {{
 }};
 
 bool set_apart_by_zh(char32_t c) {
-  return std::ranges::any_of(
-      kZhRanges, [c](const auto& range) { return c >= range.first && c <= range.second; });
+  return std::any_of(kZhRanges.begin(), kZhRanges.end(),
+                     [c](const auto& range) { return c >= range.first && c <= range.second; });
 }
 
 // The ideographs choose_bleu_tokenize counts (bleu.h).

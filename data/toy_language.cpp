@@ -374,8 +374,9 @@ ToyCorpus generate_toy_corpus(const ToyLanguageConfig& config, Rng& rng) {
   // The pools are in draw order, which is already random: cut them, no shuffle needed.
   std::vector<AlignedPair>& first = pools[0];
   const auto take = [&](std::vector<AlignedPair>& from, size_t begin, int64_t count) {
-    return std::vector<AlignedPair>(from.begin() + static_cast<std::ptrdiff_t>(begin),
-                                    from.begin() + static_cast<std::ptrdiff_t>(begin) + count);
+    return std::vector<AlignedPair>(
+        from.begin() + static_cast<std::ptrdiff_t>(begin),
+        from.begin() + static_cast<std::ptrdiff_t>(begin) + static_cast<std::ptrdiff_t>(count));
   };
   corpus.train = take(first, 0, config.train);
   corpus.dev = take(first, static_cast<size_t>(config.train), config.dev);

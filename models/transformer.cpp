@@ -126,8 +126,8 @@ static int64_t tensor_count(const TransformerConfig& c) {
 // off by one would not tell the reader why.
 static void check_positions(const nn::SafetensorsFile& file, const TransformerConfig& c,
                             const std::string& source) {
-  const auto it = std::ranges::find_if(
-      file.tensors, [](const auto& named) { return named.first == "pos_embed.weight"; });
+  const auto it = std::find_if(file.tensors.begin(), file.tensors.end(),
+                               [](const auto& named) { return named.first == "pos_embed.weight"; });
   const bool has_table = it != file.tensors.end();
   if (c.learned_positions && !has_table)
     throw FormatError(fmt::format(

@@ -5,14 +5,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 #include <map>
 #include <set>
-#include <system_error>
 #include <utility>
 #include <vector>
 
 #include "autograd/errors.h"
+#include "autograd/parse_number.h"
 
 namespace gf::nn {
 
@@ -86,27 +85,19 @@ FormatError bad_value(const std::string& key, const std::string& value, const ch
       fmt::format("checkpoint: {}: metadata \"{}\" is \"{}\", not {}", path, key, value, expected));
 }
 
-// The whole of text as a T, or false: from_chars takes no sign '+', no spaces, no suffix.
-template <typename T>
-bool parse_all(const std::string& text, T& out) {
-  const char* end = text.data() + text.size();
-  const auto [stop, err] = std::from_chars(text.data(), end, out);
-  return err == std::errc{} && stop == end;
-}
-
 }  // namespace
 
 int64_t metadata_int(const Metadata& metadata, const std::string& key, const std::string& path) {
   const std::string& text = find_value(metadata, key, path);
   int64_t value = 0;
-  if (!parse_all(text, value)) throw bad_value(key, text, "an integer", path);
+  if (!parse_number(text, value)) throw bad_value(key, text, "an integer", path);
   return value;
 }
 
 float metadata_float(const Metadata& metadata, const std::string& key, const std::string& path) {
   const std::string& text = find_value(metadata, key, path);
   float value = 0.0f;
-  if (!parse_all(text, value)) throw bad_value(key, text, "a number", path);
+  if (!parse_number(text, value)) throw bad_value(key, text, "a number", path);
   return value;
 }
 

@@ -121,7 +121,7 @@ TranslationScores score_translations(Transformer& model, const data::Tokenizer& 
 bool decodes_to(const TokenIds& output, std::span<const int32_t> target, int32_t eos) {
   const std::span<const int32_t> tokens = target.subspan(1);
   if (!tokens.empty() && tokens.back() == eos)
-    return std::ranges::equal(output, tokens.first(tokens.size() - 1));
+    return std::equal(output.begin(), output.end(), tokens.begin(), tokens.end() - 1);
   return output.size() >= tokens.size() && std::equal(tokens.begin(), tokens.end(), output.begin());
 }
 
@@ -135,8 +135,8 @@ double exact_match(Transformer& model, std::span<const data::Pair> pairs) {
   int64_t shortest_source = std::numeric_limits<int64_t>::max();
   for (const data::Pair& p : pairs) {
     sources.push_back(p.src);
-    longest = std::max(longest, std::ssize(p.tgt) - 1);
-    shortest_source = std::min(shortest_source, std::ssize(p.src));
+    longest = std::max(longest, static_cast<int64_t>(p.tgt.size()) - 1);
+    shortest_source = std::min(shortest_source, static_cast<int64_t>(p.src.size()));
   }
   const bool within_limits = longest <= shortest_source + 50;
   const std::vector<TokenIds> outputs =

@@ -118,6 +118,8 @@ class Run {
 
   // The last line of scores (draws from the fresh stream for a generated task).
   std::string final_scores() { return checks_->final_scores(model()); }
+  // What the run scores its model on: the check and page pairs (training/run_checks.h).
+  const RunChecks& checks() const { return *checks_; }
   // The loss and learning-rate curves as NAME.loss.png and NAME.lr.png; returns their paths.
   std::pair<std::string, std::string> write_curves() const;
   // The run's page NAME.html (viz/run_page.h); returns its path.

@@ -68,8 +68,8 @@ std::vector<data::Pair> RunChecks::page_pairs() const {
   }
   if (batches_.is_generated()) return page_sequences_;
   const auto all = batches_.pairs();
-  return {all.begin(),
-          all.begin() + std::min<std::ptrdiff_t>(settings_.eval_count, std::ssize(all))};
+  const int64_t count = std::min(settings_.eval_count, static_cast<int64_t>(all.size()));
+  return {all.begin(), all.begin() + static_cast<std::ptrdiff_t>(count)};
 }
 
 PageRecorder::Metric RunChecks::page_metric() const {

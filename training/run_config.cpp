@@ -3,12 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 #include <functional>
 #include <stdexcept>
 #include <vector>
 
 #include "autograd/errors.h"
+#include "autograd/parse_number.h"
 
 namespace gf::training {
 
@@ -28,9 +28,7 @@ requires std::is_enum_v<Kind> std::string text_of(Kind kind) {
 template <typename Number>
 requires std::is_arithmetic_v<Number>
 bool parse_text(const std::string& text, Number& out) {
-  const char* end = text.data() + text.size();
-  const auto [stop, err] = std::from_chars(text.data(), end, out);
-  return err == std::errc{} && stop == end;
+  return parse_number(text, out);
 }
 std::optional<Task> named(std::string_view name, Task*) {
   return task_named(name);

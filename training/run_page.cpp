@@ -191,7 +191,7 @@ PageRecorder::PageRecorder(data::Pair pair, TokenNames names, Metric metric, int
 }
 
 bool PageRecorder::at_step(Transformer& model, int64_t step) {
-  if (!std::ranges::binary_search(steps_, step)) return false;
+  if (!std::binary_search(steps_.begin(), steps_.end(), step)) return false;
   // A resumed run may reach a step its first part recorded already (it saved there).
   if (!history_.snapshots.empty() && history_.snapshots.back().step >= step) return false;
   history_.snapshots.push_back(

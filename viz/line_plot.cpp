@@ -233,7 +233,8 @@ std::vector<std::vector<float>> draw_lines(Image& image, const PlotArea& a,
   std::vector<std::vector<float>> masks;
   for (size_t k = 0; k < series.size(); ++k) {
     const Series& sr = series[k];
-    std::vector<float>& mask = masks.emplace_back(static_cast<size_t>(f.w) * f.h, 0.0f);
+    std::vector<float>& mask =
+        masks.emplace_back(static_cast<size_t>(f.w) * static_cast<size_t>(f.h), 0.0f);
     const size_t n = sr.ys.size();
     for (size_t i = 0; i < n; ++i) {
       if (!drawable(sr, i, a.log_y)) continue;

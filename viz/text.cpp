@@ -227,9 +227,10 @@ Line layout_bitmap(std::string_view text, TextStyle style, Line line) {
   for (size_t i = 0; i < text.size();) {
     const size_t start = i;
     const char32_t c = next_code_point(text, i);
-    line.pieces.push_back({.code = c,
-                           .byte = start,
-                           .x = static_cast<float>(line.pieces.size() * bitmap::kAdvance * s)});
+    line.pieces.push_back(
+        {.code = c,
+         .byte = start,
+         .x = static_cast<float>(line.pieces.size() * static_cast<size_t>(bitmap::kAdvance * s))});
   }
   if (line.pieces.empty()) return line;
   const int n = static_cast<int>(line.pieces.size());

@@ -26,7 +26,13 @@ namespace gf::kernels {
 // same bits for every count.
 int num_threads();
 void set_num_threads(int threads);
+#if defined(__EMSCRIPTEN__) && !defined(__EMSCRIPTEN_PTHREADS__)
+// A WebAssembly build without threads (a page opened from file:// gets no SharedArrayBuffer):
+// every part runs on the calling thread.
+inline constexpr int kMaxThreads = 1;
+#else
 inline constexpr int kMaxThreads = 256;
+#endif
 
 // How long an idle worker keeps polling for the next job before it goes to sleep.
 inline constexpr int64_t kSpinMicroseconds = 200;

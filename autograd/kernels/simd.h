@@ -6,7 +6,8 @@
 //
 // Which registers the compiler may use is decided at compile time: with -march=native
 // (GRADFORMER_NATIVE, the default) the widest this machine has; without it, what every CPU of
-// the architecture has (SSE2 on x86-64, NEON on ARM).
+// the architecture has (SSE2 on x86-64, NEON on ARM). WebAssembly has one width, 128 bits,
+// and no fused multiply-add.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +27,11 @@ inline constexpr const char* kVectorUnit = "AVX";
 #elif defined(__ARM_NEON)
 inline constexpr int64_t kLanes = 4, kVectorRegisters = 32;  // v0-31, 128 bits each
 inline constexpr const char* kVectorUnit = "NEON";
+#elif defined(__wasm_simd128__)
+// WebAssembly's 128-bit SIMD (-msimd128): the browser maps it onto the CPU's SSE or NEON
+// registers, so 16 is what every x86-64 has.
+inline constexpr int64_t kLanes = 4, kVectorRegisters = 16;
+inline constexpr const char* kVectorUnit = "WebAssembly SIMD";
 #elif defined(__SSE2__)
 inline constexpr int64_t kLanes = 4, kVectorRegisters = 16;  // xmm0-15: every x86-64 has them
 inline constexpr const char* kVectorUnit = "SSE2";

@@ -292,7 +292,8 @@ TEST_CASE("gemm kernels: leading dimensions read and write sub-matrices in place
         auto widen = [&](const std::vector<float>& v, int64_t rows, int64_t cols) {
           std::vector<float> wide(static_cast<size_t>(rows * (cols + pad)), 7.0f);
           for (int64_t r = 0; r < rows; ++r)
-            std::copy_n(v.begin() + r * cols, cols, wide.begin() + r * (cols + pad));
+            std::copy_n(v.begin() + static_cast<std::ptrdiff_t>(r * cols), cols,
+                        wide.begin() + static_cast<std::ptrdiff_t>(r * (cols + pad)));
           return wide;
         };
         const std::vector<float> wide_a = widen(a, a_rows, a_cols);
@@ -313,9 +314,11 @@ TEST_CASE("gemm kernels: leading dimensions read and write sub-matrices in place
                   .ldc = n + pad});
           for (int64_t i = 0; i < m; ++i) {
             for (int64_t j = 0; j < n; ++j)
-              REQUIRE(std::abs(wide_c[i * (n + pad) + j] - expected[i * n + j]) <=
+              REQUIRE(std::abs(wide_c[static_cast<size_t>(i * (n + pad) + j)] -
+                               expected[static_cast<size_t>(i * n + j)]) <=
                       1e-5f * static_cast<float>(k));
-            for (int64_t j = n; j < n + pad; ++j) REQUIRE(wide_c[i * (n + pad) + j] == 7.0f);
+            for (int64_t j = n; j < n + pad; ++j)
+              REQUIRE(wide_c[static_cast<size_t>(i * (n + pad) + j)] == 7.0f);
           }
         }
       }
@@ -358,7 +361,8 @@ TEST_CASE("gemm_blocked: a row of C has the same bits however many rows are mult
           for (const int64_t first : {0, 17, 61}) {
             // Rows first .. first + rows - 1 alone: A's rows (or, transposed, its columns)
             // read through lda.
-            std::vector<float> some(c0.begin() + first * n, c0.begin() + (first + rows) * n);
+            std::vector<float> some(c0.begin() + static_cast<std::ptrdiff_t>(first * n),
+                                    c0.begin() + static_cast<std::ptrdiff_t>((first + rows) * n));
             gf::kernels::gemm_blocked({.trans_a = trans_a,
                                        .trans_b = trans_b,
                                        .m = rows,

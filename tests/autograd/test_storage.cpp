@@ -30,9 +30,8 @@ TEST_CASE("buffers are aligned and hold what is written", "[autograd][storage]")
     const auto buffer = allocate_floats(count);
     REQUIRE(buffer != nullptr);
     CHECK(reinterpret_cast<uintptr_t>(buffer.get()) % 64 == 0);
-    for (int64_t i = 0; i < count; ++i) buffer[static_cast<size_t>(i)] = static_cast<float>(i);
-    for (int64_t i = 0; i < count; ++i)
-      CHECK(buffer[static_cast<size_t>(i)] == static_cast<float>(i));
+    for (int64_t i = 0; i < count; ++i) buffer.get()[i] = static_cast<float>(i);
+    for (int64_t i = 0; i < count; ++i) CHECK(buffer.get()[i] == static_cast<float>(i));
   }
 }
 

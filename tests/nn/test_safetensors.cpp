@@ -115,12 +115,12 @@ TEST_CASE("safetensors: the bytes on disk follow the specification", "[nn][check
 
   // 8-byte little-endian header length; the data starts at a multiple of 8.
   uint64_t n = 0;
-  for (int i = 0; i < 8; ++i) n |= uint64_t{static_cast<unsigned char>(bytes[i])} << (8 * i);
+  for (size_t i = 0; i < 8; ++i) n |= uint64_t{static_cast<unsigned char>(bytes[i])} << (8 * i);
   CHECK((8 + n) % 8 == 0);
   REQUIRE(bytes.size() == 8 + n + 12);  // 3 floats of data
 
   // The header: JSON padded with trailing spaces only.
-  const std::string header = bytes.substr(8, n);
+  const std::string header = bytes.substr(8, static_cast<size_t>(n));
   CHECK(header.front() == '{');
   const size_t json_end = header.find_last_not_of(' ') + 1;
   CHECK(header.back() == (json_end == header.size() ? '}' : ' '));
@@ -141,7 +141,7 @@ TEST_CASE("safetensors: the bytes on disk follow the specification", "[nn][check
       "\x00\x00\x20\xc0"
       "\x00\x00\x00\x3f",
       12);
-  CHECK(bytes.substr(8 + n) == expected_data);
+  CHECK(bytes.substr(static_cast<size_t>(8 + n)) == expected_data);
 }
 
 TEST_CASE("safetensors: reads a file written by hand, in data-offset order", "[nn][checkpoint]") {

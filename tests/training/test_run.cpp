@@ -68,7 +68,7 @@ void require_same_state(const std::string& a_path, const std::string& b_path) {
 }  // namespace
 
 TEST_CASE("a text run driven by the library, stopped and resumed, writes the command's bytes",
-          "[training][run]") {
+          "[training][run][program]") {
   // A small model on the generated toy language, with a check at step 8 (keeping the best
   // weights) and the char tokenizer learned from the pairs: every part of a text run.
   const std::string flags =

@@ -242,7 +242,7 @@ TEST_CASE("bold text comes from DejaVu Sans Bold, vertical text is the same text
   CHECK(ink(turned, 0, 0, turned.width(), turned.height()) > 50);
 }
 
-TEST_CASE("the same text gives the same pixels, from any thread", "[viz][text]") {
+TEST_CASE("the same text gives the same pixels, from any thread", "[viz][text][threads]") {
   const std::string text = "\xe6\xb3\xa8\xe6\x84\x8f\xe5\x8a\x9b Gr\xc3\xb6\xc3\x9f\x65";
   const auto draw = [&text] {
     Image image(260, 40);
