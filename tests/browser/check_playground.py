@@ -1,0 +1,320 @@
+#!/usr/bin/env python3
+"""Opens the playground (web/page/, built into playground.html) in headless Chromium and checks
+that it trains.
+
+The browser is driven as tests/browser/check_run_page.py drives it (its Browser class: the
+DevTools protocol over a pipe, Python's standard library only), and is also told to attach to
+the page's Web Worker, so that the worker's errors and requests are seen too. The page is opened
+from its file with the fragment #task=copy&autostart, and the checks are:
+  - the engine loads and the run starts by itself;
+  - a click on Pause while training runs is handled within 100 ms (from the event's time stamp
+    to the end of the page's handler), and the steps then stop; One step takes exactly one;
+    Resume goes on;
+  - the copy task reaches 95% exact (gf_score) within 120 s of training;
+  - the loss curve has its paths and the attention map its cells and token labels, for each
+    kind of attention;
+  - an engine error (a start with 3 heads for d-model 64) shows in the page's message box;
+  - no JavaScript exception or console error, in the page or the worker, and no request but
+    for file:, data: and blob: URLs.
+
+    python3 tests/browser/check_playground.py build-wasm/playground.html --screenshot /tmp/playground.png
+
+Exit status: 0 when every check passes, 1 on the first failure, 77 when chromium is not
+installed (CTest's "skipped") unless GRADFORMER_REQUIRE_BROWSER=1 is set.
+"""
+
+import argparse
+import json
+import os
+import pathlib
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from check_run_page import (  # noqa: E402
+    SKIPPED, TIMEOUT_SECONDS, Browser, CheckFailed, check, find_chromium, report)
+
+TARGET_EXACT = 0.95
+TRAINING_BUDGET_S = 120  # from the run's start to TARGET_EXACT, the time held paused not counted
+CLICK_BUDGET_MS = 100
+ENGINE_BUDGET_S = 60  # page opened to the run started: the engine's 1.6 MB to parse and compile
+ALLOWED_SCHEMES = ("file:", "data:", "blob:")
+
+
+class WorkerBrowser(Browser):
+    """The Browser of check_run_page.py, also attached to the workers the page starts."""
+
+    def open_page(self, url, width, height):
+        # As Browser.open_page, with auto-attach before the page loads: each worker then waits
+        # (waitForDebuggerOnStart) until its own event streams are on, so none of its events
+        # is missed.
+        target = self.send("Target.createTarget", {"url": "about:blank"}, session=False)
+        attached = self.send("Target.attachToTarget", {"targetId": target["targetId"], "flatten": True},
+                             session=False)
+        self.session = attached["sessionId"]
+        for domain in ("Page", "Runtime", "Log", "Network"):
+            self.send(f"{domain}.enable")
+        self.send("Target.setAutoAttach", {"autoAttach": True, "waitForDebuggerOnStart": True, "flatten": True})
+        self.send("Emulation.setDeviceMetricsOverride",
+                  {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})
+        self.send("Page.navigate", {"url": url})
+        self.wait_for_event("Page.loadEventFired")
+
+    def send_to(self, session, method, params=None):
+        page_session, self.session = self.session, session
+        try:
+            return self.send(method, params)
+        finally:
+            self.session = page_session
+
+    def wait_for_worker(self):
+        """The session of the page's worker, once attached (our own tab's attachment is an
+        event of the same name)."""
+        def worker_session(event):
+            params = event.get("params", {})
+            if event.get("method") == "Target.attachedToTarget" and params["targetInfo"]["type"] == "worker":
+                return params["sessionId"]
+            return None
+
+        for event in self.events:
+            if worker_session(event):
+                return worker_session(event)
+        deadline = time.monotonic() + TIMEOUT_SECONDS
+        while True:
+            message = self._next(deadline, "the page's worker")
+            if "method" in message:
+                self.events.append(message)
+                if worker_session(message):
+                    return worker_session(message)
+
+    def start_worker(self):
+        """Turns on the worker's event streams, then lets it run. Returns its session."""
+        session = self.wait_for_worker()
+        for domain in ("Runtime", "Log", "Network"):
+            self.send_to(session, f"{domain}.enable")
+        self.send_to(session, "Runtime.runIfWaitingForDebugger")
+        return session
+
+
+def status(browser):
+    return browser.evaluate("window.gradformer.status()")
+
+
+def wait_for(browser, what, condition, timeout):
+    """Polls the page's status until condition(status) holds; returns that status."""
+    deadline = time.monotonic() + timeout
+    while True:
+        s = status(browser)
+        check(s["error"] is None, f"waiting for {what}, the page shows an error: {s['error']}")
+        if condition(s):
+            return s
+        check(time.monotonic() < deadline, f"waited {timeout:.0f} s for {what}; the status is {s}")
+        time.sleep(0.2)
+
+
+def click(browser, element_id):
+    """A real click (mouse events through the browser) on a button. Returns the milliseconds
+    from the event's time stamp to the end of the page's own handler, and the button's label
+    and the page's state after it."""
+    browser.evaluate(f"""(() => {{
+        const button = document.getElementById({json.dumps(element_id)});
+        window.checkClick = null;
+        // On window, in the bubbling phase: after the button's own listener.
+        window.addEventListener("click", (e) => {{
+            if (e.target === button)
+                window.checkClick = {{ms: performance.now() - e.timeStamp, label: button.textContent,
+                                      state: window.gradformer.status().state}};
+        }}, {{once: true}});
+    }})()""")
+    x, y = browser.centre_of(f"#{element_id}")
+    browser.mouse("mousePressed", x, y)
+    browser.mouse("mouseReleased", x, y)
+    handled = browser.evaluate("window.checkClick")
+    check(handled is not None, f"the click on #{element_id} did not reach the page")
+    return handled
+
+
+def check_buttons(browser):
+    """Pause, One step and Resume while the copy task trains. Returns the seconds held paused."""
+    wait_for(browser, "10 steps", lambda s: s["state"] == "running" and s["step"] >= 10, 60)
+    paused_at = time.monotonic()
+    handled = click(browser, "pause")
+    check(handled["state"] == "paused" and handled["label"] == "Resume",
+          f"after Pause the state is {handled['state']!r} and the button says {handled['label']!r}")
+    check(handled["ms"] < CLICK_BUDGET_MS,
+          f"the click on Pause took {handled['ms']:.1f} ms to handle while training ran "
+          f"(budget {CLICK_BUDGET_MS} ms)")
+    report(f"a click on Pause was handled {handled['ms']:.1f} ms after the event, while training ran")
+    time.sleep(0.6)  # the slice that was under way ends
+    first = status(browser)["step"]
+    time.sleep(1.0)
+    second = status(browser)["step"]
+    check(first == second, f"paused, the run still moved from step {first} to {second}")
+    report(f"paused at step {first}: no step in the next second")
+
+    click(browser, "step")
+    stepped = wait_for(browser, "one step", lambda s: s["step"] != first, 10)
+    time.sleep(0.5)
+    after = status(browser)
+    check(stepped["step"] == first + 1 and after["step"] == first + 1 and after["state"] == "paused",
+          f"One step went from step {first} to {after['step']} ({after['state']})")
+    report(f"One step took one step, to {first + 1}, and stayed paused")
+
+    handled = click(browser, "pause")
+    check(handled["state"] == "running" and handled["label"] == "Pause",
+          f"after Resume the state is {handled['state']!r} and the button says {handled['label']!r}")
+    wait_for(browser, "training to go on", lambda s: s["step"] > first + 1, 10)
+    report(f"Resume goes on (handled in {handled['ms']:.1f} ms)")
+    return time.monotonic() - paused_at
+
+
+def check_training(browser, started, paused_s):
+    reached = wait_for(browser, f"{TARGET_EXACT:.0%} exact",
+                       lambda s: s["exact"] is not None and s["exact"] >= TARGET_EXACT
+                       or s["state"] == "finished",
+                       TRAINING_BUDGET_S + paused_s)
+    elapsed = time.monotonic() - started - paused_s
+    check(reached["exact"] is not None and reached["exact"] >= TARGET_EXACT,
+          f"the run finished at {reached['step']} steps with {reached['exact']} exact, "
+          f"under {TARGET_EXACT}")
+    check(elapsed <= TRAINING_BUDGET_S, f"{TARGET_EXACT:.0%} exact took {elapsed:.0f} s of training "
+          f"(budget {TRAINING_BUDGET_S} s)")
+    check(reached["bleu"] is None, f"the copy task reports a BLEU of {reached['bleu']}")
+    report(f"{reached['exact']:.0%} exact at step {reached['scored_at']}, {elapsed:.1f} s after the start "
+           f"({paused_s:.1f} s held paused not counted; {reached['steps_per_s']:.1f} steps/s)")
+    return elapsed
+
+
+def check_drawing(browser):
+    # The page draws once a frame; a frame after the last message is enough.
+    browser.evaluate("new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))")
+    paths = browser.evaluate("""[...document.querySelectorAll("#loss-chart path.series")]
+        .map((p) => [p.getAttribute("class"), (p.getAttribute("d") || "").length])""")
+    kinds = {name.split()[1]: length for name, length in paths}
+    check(all(kinds.get(k, 0) > 0 for k in ("raw", "smooth", "score")),
+          f"the loss chart's paths (class, length of d): {paths}")
+    report("the loss chart draws the raw loss, its moving average and the score")
+
+    for kind, (rows_key, columns_key) in {"encoder": ("source_tokens", "source_tokens"),
+                                          "decoder": ("target_next", "target_read"),
+                                          "cross": ("target_next", "source_tokens")}.items():
+        shown = browser.evaluate(f"""(async () => {{
+            const kind = document.getElementById("kind");
+            kind.value = {json.dumps(kind)};
+            kind.dispatchEvent(new Event("change", {{bubbles: true}}));
+            await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+            const maps = window.gradformer.attention().maps;
+            return {{
+                rows: maps[{json.dumps(rows_key)}], columns: maps[{json.dumps(columns_key)}],
+                cells: document.querySelectorAll("#matrix rect.cell").length,
+                shownRows: [...document.querySelectorAll("#matrix text.row-label")].map((t) => t.dataset.token),
+                shownColumns: [...document.querySelectorAll("#matrix text.column-label")].map((t) => t.dataset.token),
+            }};
+        }})()""")
+        check(shown["cells"] == len(shown["rows"]) * len(shown["columns"]) > 0,
+              f"{kind}: {shown['cells']} cells for {len(shown['rows'])} x {len(shown['columns'])} tokens")
+        check(shown["shownRows"] == shown["rows"] and shown["shownColumns"] == shown["columns"],
+              f"{kind}: the labels {shown['shownRows']} / {shown['shownColumns']} are not the tokens "
+              f"{shown['rows']} / {shown['columns']}")
+    report(f"each kind of attention shows its {len(shown['rows'])} x {len(shown['columns'])} cells "
+           "and token labels")
+    browser.evaluate("""(() => {
+        const kind = document.getElementById("kind");
+        kind.value = "cross";
+        kind.dispatchEvent(new Event("change", {bubbles: true}));
+    })()""")
+
+
+def check_error_box(browser):
+    failed = browser.evaluate("""window.gradformer.start("task=copy&heads=3")
+        .then(() => null, (e) => e.message)""")
+    check(failed and "heads" in failed, f"a start with 3 heads did not fail as it should: {failed!r}")
+    shown = browser.evaluate("""(() => {
+        const box = document.getElementById("message");
+        return box.hidden || box.getClientRects().length === 0 ? null : box.textContent.trim();
+    })()""")
+    check(shown and failed in shown, f"the engine's error is not in the message box (it shows {shown!r})")
+    report(f"an engine error shows in the message box: {failed!r}")
+
+
+def check_clean(browser):
+    problems = []
+    for event in browser.events:
+        method, params = event["method"], event.get("params", {})
+        if method == "Runtime.exceptionThrown":
+            details = params["exceptionDetails"]
+            problems.append(f"JavaScript exception: "
+                            f"{details.get('exception', {}).get('description') or details.get('text')}")
+        elif method == "Runtime.consoleAPICalled" and params.get("type") in ("error", "assert"):
+            args = " ".join(str(a.get("value", a.get("description", ""))) for a in params.get("args", []))
+            problems.append(f"console.{params['type']}: {args}")
+        elif method == "Log.entryAdded" and params["entry"].get("level") == "error":
+            problems.append(f"browser log error: {params['entry'].get('text')} {params['entry'].get('url', '')}")
+        elif method == "Network.requestWillBeSent":
+            url = params["request"]["url"]
+            if not url.startswith(ALLOWED_SCHEMES):
+                problems.append(f"network request for {url}")
+    check(not problems, "the page is not clean:\n    " + "\n    ".join(problems))
+    requests = sorted({e["params"]["request"]["url"].split(":")[0] for e in browser.events
+                       if e["method"] == "Network.requestWillBeSent"})
+    report(f"no exception, no console error, no request but {', '.join(requests) or 'none'}")
+
+
+def run_checks(browser, page, args):
+    url = page.as_uri() + "#task=copy&autostart"
+    opened = time.monotonic()
+    browser.open_page(url, args.width, args.height)
+    browser.start_worker()
+    print(f"opened {url} at {args.width} x {args.height}")
+    wait_for(browser, "the run to start", lambda s: s["state"] == "running", ENGINE_BUDGET_S)
+    started = time.monotonic()
+    report(f"the engine loaded and the run started {started - opened:.1f} s after opening")
+    paused_s = check_buttons(browser)
+    elapsed = check_training(browser, started, paused_s)
+    check_drawing(browser)
+    if args.screenshot:
+        browser.screenshot(args.screenshot, args.full_page)
+        report(f"screenshot written to {args.screenshot}")
+    check_error_box(browser)
+    check_clean(browser)
+    print(f"PASS {page} ({page.stat().st_size} bytes; {TARGET_EXACT:.0%} exact after {elapsed:.1f} s)")
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        description="Check gradformer's playground (one self-contained HTML file) in headless Chromium.",
+        epilog="Exit status: 0 pass, 1 fail, 77 chromium missing (1 with GRADFORMER_REQUIRE_BROWSER=1).")
+    parser.add_argument("page", type=pathlib.Path, help="playground.html")
+    parser.add_argument("--screenshot", metavar="OUT.png",
+                        help="also save a screenshot, taken once the target score is reached")
+    parser.add_argument("--full-page", action="store_true", help="the screenshot shows the whole page, not the window")
+    parser.add_argument("--width", type=int, default=1366, help="window width in CSS pixels (default 1366)")
+    parser.add_argument("--height", type=int, default=768, help="window height in CSS pixels (default 768)")
+    parser.add_argument("--chromium", help="the browser to run (default: $CHROMIUM, or chromium on the PATH)")
+    args = parser.parse_args()
+
+    page = args.page.resolve()
+    if not page.is_file():
+        print(f"FAIL {args.page}: no such file", file=sys.stderr)
+        return 1
+    executable = find_chromium(args.chromium)
+    if executable is None:
+        required = os.environ.get("GRADFORMER_REQUIRE_BROWSER") == "1"
+        print(f"chromium not found: cannot check {args.page}; install it with scripts/install-deps.sh"
+              + (" (GRADFORMER_REQUIRE_BROWSER=1, so this fails)" if required else " (skipped)"),
+              file=sys.stderr)
+        return 1 if required else SKIPPED
+
+    browser = WorkerBrowser(executable)
+    try:
+        run_checks(browser, page, args)
+    except CheckFailed as failure:
+        print(f"FAIL {args.page}: {failure}", file=sys.stderr)
+        return 1
+    finally:
+        browser.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

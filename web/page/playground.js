@@ -1,0 +1,635 @@
+// The playground's own thread: the settings, the buttons, the status line, the loss curve and
+// the attention map. Training runs in a Web Worker (worker.js) that this file starts from the
+// source build_page.py put in the page; this thread only sends it orders and draws what it
+// sends back, so a click is handled while a step is being computed.
+//
+// For scripts and tests: window.gradformer = {start(config), pause(), resume(), step(), status(),
+// attention()}.
+// The URL fragment presets the knobs, and starts a run with "autostart":
+//   playground.html#task=reverse&heads=2&autostart
+"use strict";
+
+// ---- The settings -------------------------------------------------------------------------
+
+const LESSONS = "../lessons/";
+
+const TASKS = {
+  copy: {text: "copy the source letters, in order", lesson: "08_training/README.md"},
+  reverse: {text: "write the source letters backwards", lesson: "06_positions/README.md"},
+  "toy-translation": {text: "translate a toy language; scored by BLEU",
+                      lesson: "09_translation/README.md"},
+};
+
+// Each knob is a `transformer train` flag without its dashes (training/run_options.h), shown
+// with that command's default. An empty knob is left out of the options, so the engine uses
+// the same default.
+const KNOBS = [
+  {key: "layers", placeholder: "2", hint: "encoder layers, and as many decoder ones",
+   lesson: "07_encoder_decoder/README.md"},
+  {key: "d-model", placeholder: "64", hint: "width of every token's vector",
+   lesson: "07_encoder_decoder/README.md"},
+  {key: "heads", placeholder: "4", hint: "attention heads; they must divide d-model",
+   lesson: "04_multi_head/README.md"},
+  {key: "d-ff", placeholder: "256", hint: "inner width of the feed-forward layers",
+   lesson: "05_ffn_residual_norm/README.md"},
+  {key: "dropout", placeholder: "0", hint: "share of activations zeroed in training",
+   lesson: "08_training/part2_training.md"},
+  {key: "label-smoothing", placeholder: "0.1", hint: "target weight spread over other tokens",
+   lesson: "08_training/part5_label_smoothing.md"},
+  {key: "warmup", placeholder: "200", hint: "steps of rising learning rate (eq. 3)",
+   lesson: "08_training/part1_warm_up_and_teacher_forcing.md"},
+  // 0 asks for the schedule's own factor, which is 0.3 for eq. 3 (training/run_config.h).
+  {key: "lr", placeholder: "0.3", hint: "factor on eq. 3's learning rate",
+   lesson: "08_training/part1_warm_up_and_teacher_forcing.md"},
+  {key: "norm", choices: ["post", "pre"], hint: "LayerNorm after each sub-layer, or before",
+   lesson: "05_ffn_residual_norm/README.md"},
+  {key: "positions", choices: ["sinusoidal", "learned"], hint: "how positions are told apart",
+   lesson: "06_positions/README.md"},
+  {key: "batch", placeholder: "64", hint: "sequences per step (copy, reverse)",
+   lesson: "08_training/part2_training.md"},
+  {key: "seed", placeholder: "1", hint: "the weights and batches follow from it",
+   lesson: "08_training/README.md"},
+  {key: "steps", placeholder: "600", hint: "training steps of the run",
+   lesson: "08_training/part2_training.md"},
+];
+
+const $ = (id) => document.getElementById(id);
+
+function lessonLink(path) {
+  const a = document.createElement("a");
+  a.href = LESSONS + path;
+  a.textContent = `lesson ${path.slice(0, 2)}`;
+  return a;
+}
+
+// A hint's words, cut short with "…" where the line is too narrow (the knob's title has them all).
+function hintText(text) {
+  const span = document.createElement("span");
+  span.textContent = text;
+  return span;
+}
+
+function buildKnobs() {
+  for (const name of Object.keys(TASKS)) $("knob-task").add(new Option(name, name));
+  for (const knob of KNOBS) {
+    const row = document.createElement("div");
+    row.className = "knob";
+    const label = document.createElement("label");
+    label.htmlFor = `knob-${knob.key}`;
+    label.textContent = knob.key;
+    let input;
+    if (knob.choices) {
+      input = document.createElement("select");
+      input.add(new Option(`${knob.choices[0]} (default)`, ""));
+      for (const choice of knob.choices.slice(1)) input.add(new Option(choice, choice));
+    } else {
+      input = document.createElement("input");
+      input.placeholder = knob.placeholder;
+      input.inputMode = "decimal";
+      input.autocomplete = "off";
+      input.spellcheck = false;
+    }
+    input.id = `knob-${knob.key}`;
+    input.name = knob.key;
+    const hint = document.createElement("p");
+    hint.className = "hint";
+    hint.append(hintText(knob.hint), lessonLink(knob.lesson));
+    label.title = input.title = knob.hint;
+    row.append(label, input, hint);
+    $("knobs").append(row);
+  }
+  $("knob-task").addEventListener("change", showTask);
+  showTask();
+}
+
+function showTask() {
+  const task = TASKS[$("knob-task").value];
+  $("task-hint").replaceChildren(hintText(task.text), lessonLink(task.lesson));
+  $("knob-batch").disabled = $("knob-task").value === "toy-translation";
+}
+
+// Settings the fragment or start() gave that have no knob ("length=8"): passed on as they are,
+// and listed under the knobs so that nothing is hidden.
+let extras = [];
+
+// Sets every knob from a config: "task=copy&heads=1" or {task: "copy", heads: 1}; the knobs it
+// does not name are emptied. Returns false, and says why, for a task the page does not offer.
+function setKnobs(config) {
+  const pairs = typeof config === "string" ? [...new URLSearchParams(config)]
+                                           : Object.entries(config ?? {});
+  $("knob-task").value = "copy";
+  for (const knob of KNOBS) $(`knob-${knob.key}`).value = "";
+  extras = [];
+  let ok = true;
+  for (const [key, value] of pairs) {
+    const text = String(value);
+    const knob = KNOBS.find((k) => k.key === key);
+    if (key === "autostart") {
+      continue;
+    } else if (key === "task") {
+      if (Object.hasOwn(TASKS, text)) {
+        $("knob-task").value = text;
+      } else {
+        showError(`No task "${text}" here; the playground has ${Object.keys(TASKS).join(", ")}.`);
+        ok = false;
+      }
+    } else if (!knob || (knob.choices && !knob.choices.includes(text))) {
+      extras.push([key, text]);  // passed on: the engine says if it is wrong
+    } else {
+      // A choice's first option is its default, the select's empty value.
+      $(`knob-${key}`).value = knob.choices && text === knob.choices[0] ? "" : text;
+    }
+  }
+  $("extras").hidden = extras.length === 0;
+  $("extras").textContent = `Also from the link: ${extras.map(([k, v]) => `${k}=${v}`).join(", ")}`;
+  showTask();
+  return ok;
+}
+
+// The options line the engine reads (training/run_options.h).
+function optionsFromKnobs() {
+  const options = new URLSearchParams({task: $("knob-task").value});
+  for (const knob of KNOBS) {
+    const input = $(`knob-${knob.key}`);
+    const value = input.value.trim();
+    if (value !== "" && !input.disabled) options.append(knob.key, value);
+  }
+  for (const [key, value] of extras) options.append(key, value);
+  return options.toString();
+}
+
+// ---- The run ------------------------------------------------------------------------------
+
+// phase: loading (the engine), idle (no run), running, paused, finished.
+const run = {
+  phase: "loading",
+  settings: null,
+  status: null,
+  losses: [],
+  scores: [],  // [step, score] of every score the worker sent
+  attention: null,  // {example, step, maps}
+  error: null,
+};
+
+let pendingStart = null;  // {resolve, reject} of the promise start() returned
+
+const worker = startWorker();
+
+function startWorker() {
+  const source = JSON.parse($("worker-source").textContent);
+  const url = URL.createObjectURL(new Blob([source], {type: "text/javascript"}));
+  const w = new Worker(url);
+  w.onmessage = (event) => received(event.data);
+  w.onerror = (event) => {
+    event.preventDefault();  // shown in the page instead
+    showError(`The worker failed: ${event.message}`);
+  };
+  return w;
+}
+
+function send(message) {
+  worker.postMessage(message);
+}
+
+function startRun(config, running) {
+  hideError();
+  if (config !== undefined && !setKnobs(config)) return Promise.reject(new Error(run.error));
+  const options = optionsFromKnobs();
+  send({type: "start", options, run: running});
+  return new Promise((resolve, reject) => {
+    pendingStart?.reject(new Error("another run was started"));
+    pendingStart = {resolve, reject};
+  });
+}
+
+function pause() {
+  if (run.phase !== "running") return;
+  send({type: "pause"});
+  setPhase("paused");
+}
+
+function resume() {
+  if (run.phase !== "paused") return;
+  send({type: "resume"});
+  setPhase("running");
+}
+
+function oneStep() {
+  if (run.phase !== "running" && run.phase !== "paused") return;
+  send({type: "step"});
+  setPhase("paused");
+}
+
+const receivers = {
+  ready: () => {
+    if (run.phase === "loading") setPhase("idle");
+  },
+  started: (m) => {
+    run.settings = m.settings;
+    run.status = m.status;
+    run.losses = [];
+    run.scores = [];
+    run.attention = null;
+    // The address then names this run (without autostart), to bookmark or to share.
+    try {
+      history.replaceState(null, "", `#${m.options}`);
+    } catch {
+      // A browser that refuses it for a file: URL keeps the old fragment; nothing else changes.
+    }
+    buildPickers(m.settings.layers, m.settings.heads);
+    setPhase(m.running ? "running" : "paused");
+    pendingStart?.resolve(m.settings);
+    pendingStart = null;
+  },
+  progress: (m) => {
+    run.status = m.status;
+    run.losses.length = m.losses.from;
+    run.losses.push(...m.losses.losses);
+  },
+  score: (m) => {
+    run.status = m.status;
+    const last = run.scores[run.scores.length - 1];
+    if (!last || last[0] !== m.status.scored_at) run.scores.push([m.status.scored_at, m.status.score]);
+  },
+  attention: (m) => {
+    run.attention = m;
+  },
+  paused: () => {
+    if (run.phase === "running") setPhase("paused");
+  },
+  resumed: () => setPhase("running"),
+  finished: (m) => {
+    run.status = m.status;
+    setPhase("finished");
+  },
+  error: (m) => {
+    showError(m.message);
+    if (run.phase === "running") setPhase("paused");
+    if (run.phase === "loading") setPhase("idle");
+    pendingStart?.reject(new Error(m.message));
+    pendingStart = null;
+  },
+};
+
+function received(message) {
+  receivers[message.type](message);
+  drawSoon();
+}
+
+// The buttons change at once, in the click's own handler; the rest waits for the next frame.
+function setPhase(phase) {
+  run.phase = phase;
+  drawControls();
+  drawSoon();
+}
+
+function showError(text) {
+  run.error = text;
+  $("message-text").textContent = text;
+  $("message").hidden = false;
+}
+
+function hideError() {
+  run.error = null;
+  $("message").hidden = true;
+}
+
+function status() {
+  const s = run.status;
+  const metric = s?.metric;
+  return {
+    state: run.phase,
+    step: s?.step ?? 0,
+    steps: s?.steps ?? null,
+    loss: s?.loss ?? null,
+    exact: metric === "exact" ? s.score : null,
+    bleu: metric === "bleu" ? s.score : null,
+    scored_at: s && s.scored_at >= 0 ? s.scored_at : null,
+    steps_per_s: s?.steps_per_s ?? 0,
+    error: run.error,
+  };
+}
+
+// ---- Drawing ------------------------------------------------------------------------------
+
+// The SVG namespace, taken from an <svg> the HTML parser made, so that the page holds no
+// address at all (as the run page does).
+const SVG = document.getElementById("loss-chart").namespaceURI;
+
+function svgElement(name, attributes, parent) {
+  const element = document.createElementNS(SVG, name);
+  for (const [key, value] of Object.entries(attributes)) element.setAttribute(key, value);
+  parent?.append(element);
+  return element;
+}
+
+function svgText(text, attributes, parent) {
+  const element = svgElement("text", attributes, parent);
+  element.textContent = text;
+  return element;
+}
+
+// Messages arrive every slice (about 80 ms); the page is drawn at most once a frame.
+let drawQueued = false;
+
+function drawSoon() {
+  if (drawQueued) return;
+  drawQueued = true;
+  requestAnimationFrame(() => {
+    drawQueued = false;
+    drawControls();
+    drawStatus();
+    drawLoss();
+    drawAttention();
+  });
+}
+
+function drawControls() {
+  const phase = run.phase;
+  const hasRun = phase === "running" || phase === "paused" || phase === "finished";
+  $("pause").textContent = phase === "paused" ? "Resume" : "Pause";
+  $("pause").disabled = phase !== "running" && phase !== "paused";
+  $("step").disabled = phase !== "running" && phase !== "paused";
+  $("state").textContent = {loading: "loading the engine", idle: "no run", running: "training",
+                            paused: "paused", finished: "finished"}[phase];
+  $("state").className = `state ${phase}`;
+  $("model").hidden = !hasRun || !run.settings;
+}
+
+function group(n) {  // 234176 -> "234 176", as the lessons print counts
+  return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, "\u2009");
+}
+
+function drawStatus() {
+  const s = run.status;
+  if (!s || s.state === "none") {
+    $("status").textContent = run.phase === "loading" ? "Loading the engine…"
+        : "No run yet: choose the settings, then Start. One thread, WebAssembly SIMD.";
+    return;
+  }
+  const parts = [`step ${s.step} / ${s.steps}`, `loss ${s.loss === null ? "–" : s.loss.toFixed(3)}`];
+  const name = s.metric === "exact" ? "exact" : "BLEU";
+  if (s.score === null || s.scored_at < 0) parts.push(`${name} –`);
+  else if (s.metric === "exact") parts.push(`exact ${(100 * s.score).toFixed(0)}% at step ${s.scored_at}`);
+  else parts.push(`BLEU ${s.score.toFixed(1)} at step ${s.scored_at}`);
+  parts.push(`${s.steps_per_s.toFixed(1)} steps/s`, "one thread, WebAssembly SIMD");
+  $("status").textContent = parts.join(" · ");
+  const m = run.settings;
+  if (m) {
+    $("model").textContent = [m.task, `${m.layers} + ${m.layers} layers`, `d-model ${m.d_model}`,
+      `${m.heads} heads`, `d-ff ${m.d_ff}`, `dropout ${m.dropout}`,
+      m.norm_first ? "pre-norm" : "post-norm",
+      m.learned_positions ? "learned positions" : "sinusoidal positions",
+      `${group(m.parameters)} parameters`, `vocabulary ${m.vocab_size}`].join(" · ");
+  }
+}
+
+// ---- The loss curve -----------------------------------------------------------------------
+
+const SMOOTHING = 0.9;  // the moving average's weight on the past: about 10 steps
+
+// The exponential moving average, divided by (1 - SMOOTHING^n) so that its start is not pulled
+// towards zero.
+function smoothed(values) {
+  const out = [];
+  let average = 0;
+  let weight = 0;
+  for (const value of values) {
+    average = SMOOTHING * average + (1 - SMOOTHING) * value;
+    weight = SMOOTHING * weight + (1 - SMOOTHING);
+    out.push(average / weight);
+  }
+  return out;
+}
+
+// Round numbers for the axis: about `count` ticks from 0 to at least top.
+function ticks(top, count) {
+  const raw = top / count;
+  const power = 10 ** Math.floor(Math.log10(raw));
+  const step = [1, 2, 2.5, 5, 10].map((f) => f * power).find((s) => s >= raw);
+  const out = [];
+  for (let t = 0; t <= top + step * 1e-9; t += step) out.push(Number(t.toPrecision(12)));
+  if (out[out.length - 1] < top) out.push(Number((out[out.length - 1] + step).toPrecision(12)));
+  return out;
+}
+
+function pathOf(points) {
+  return points.map(([x, y], i) => `${i ? "L" : "M"}${x.toFixed(1)},${y.toFixed(1)}`).join("");
+}
+
+// Every kth point, and the last: a path needs no more points than the chart has pixels.
+function thinned(values, width) {
+  const k = Math.max(1, Math.ceil(values.length / (2 * width)));
+  const out = [];
+  for (let i = 0; i < values.length; i += k) out.push([i, values[i]]);
+  if (values.length && out[out.length - 1][0] !== values.length - 1)
+    out.push([values.length - 1, values[values.length - 1]]);
+  return out;
+}
+
+function drawLoss() {
+  const svg = $("loss-chart");
+  const width = svg.clientWidth || 480;
+  const height = 300;
+  svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
+  svg.setAttribute("height", height);
+  svg.replaceChildren();
+  const metric = run.status?.metric ?? "exact";
+  const box = {left: 46, right: width - 48, top: 12, bottom: height - 34};
+  // Before a run, the axis the knobs' run will have.
+  const steps = Math.max(run.status?.steps ?? (Number($("knob-steps").value) || 600), 1);
+  const losses = run.losses;
+  const top = ticks(Math.max(1, ...losses.slice(0, 50)), 5);
+  const yMax = top[top.length - 1];
+  const x = (step) => box.left + (box.right - box.left) * step / steps;
+  const y = (loss) => box.bottom - (box.bottom - box.top) * Math.min(loss, yMax) / yMax;
+  const scoreTop = metric === "exact" ? 1 : 100;
+  const yScore = (s) => box.bottom - (box.bottom - box.top) * s / scoreTop;
+
+  for (const t of top) {
+    svgElement("line", {x1: box.left, x2: box.right, y1: y(t), y2: y(t), class: "grid"}, svg);
+    svgText(String(t), {x: box.left - 6, y: y(t) + 4, class: "tick", "text-anchor": "end"}, svg);
+  }
+  for (const f of [0, 0.25, 0.5, 0.75, 1]) {
+    const label = metric === "exact" ? `${100 * f}%` : String(100 * f);
+    svgText(label, {x: box.right + 6, y: yScore(f * scoreTop) + 4, class: "tick score-tick"}, svg);
+  }
+  for (const t of ticks(steps, 6).filter((t) => t <= steps && Number.isInteger(t))) {
+    svgElement("line", {x1: x(t), x2: x(t), y1: box.bottom, y2: box.bottom + 4, class: "axis"}, svg);
+    svgText(String(t), {x: x(t), y: box.bottom + 17, class: "tick", "text-anchor": "middle"}, svg);
+  }
+  svgElement("line", {x1: box.left, x2: box.right, y1: box.bottom, y2: box.bottom, class: "axis"}, svg);
+  svgText("step", {x: (box.left + box.right) / 2, y: height - 2, class: "axis-title", "text-anchor": "middle"}, svg);
+  svgText("loss", {x: 12, y: (box.top + box.bottom) / 2, class: "axis-title", "text-anchor": "middle",
+                   transform: `rotate(-90 12 ${(box.top + box.bottom) / 2})`}, svg);
+  const scoreName = metric === "exact" ? "exact" : "BLEU";
+  svgText(scoreName, {x: width - 6, y: (box.top + box.bottom) / 2, class: "axis-title score-tick",
+                      "text-anchor": "middle", transform: `rotate(90 ${width - 6} ${(box.top + box.bottom) / 2})`}, svg);
+
+  if (losses.length) {
+    const plotWidth = box.right - box.left;
+    svgElement("path", {d: pathOf(thinned(losses, plotWidth).map(([i, v]) => [x(i + 1), y(v)])),
+                        class: "series raw"}, svg);
+    svgElement("path", {d: pathOf(thinned(smoothed(losses), plotWidth).map(([i, v]) => [x(i + 1), y(v)])),
+                        class: "series smooth"}, svg);
+  }
+  if (run.scores.length) {
+    const points = run.scores.map(([step, score]) => [x(step), yScore(score)]);
+    svgElement("path", {d: pathOf(points), class: "series score"}, svg);
+    for (const [px, py] of points) svgElement("circle", {cx: px, cy: py, r: 2.5, class: "score-dot"}, svg);
+  }
+  drawLegend(scoreName);
+}
+
+function drawLegend(scoreName) {
+  const items = [["raw", "loss of each step"], ["smooth", "moving average, ~10 steps"],
+                 ["score", `${scoreName}, every 50 steps`]];
+  $("loss-legend").replaceChildren(...items.map(([kind, text]) => {
+    const item = document.createElement("span");
+    item.className = `key ${kind}`;
+    item.textContent = text;
+    return item;
+  }));
+}
+
+// ---- The attention map --------------------------------------------------------------------
+
+const EXAMPLES = 10;  // offered of the run's 100 scored pairs; the worker sends one at a time
+
+// Which tokens label the rows (queries) and the columns (keys) of each kind, as on the run page
+// (viz/run_page.h): a decoder row is labelled with the token that position is trained to predict.
+const KINDS = {
+  encoder: {rows: "source_tokens", columns: "source_tokens", text:
+    "Encoder self-attention: each source token (row) mixes in the source tokens (columns)."},
+  decoder: {rows: "target_next", columns: "target_read", text:
+    "Decoder self-attention: each output position (row, named by the token it predicts) looks at " +
+    "the tokens read so far (columns); the look-ahead mask hides the rest."},
+  cross: {rows: "target_next", columns: "source_tokens", text:
+    "Cross-attention: each output position (row, named by the token it predicts) looks at the " +
+    "source (columns). Copying, it becomes the diagonal; reversing, the other diagonal."},
+};
+
+// The layer and head the learner picked (null: none yet, the last layer and the first head),
+// kept across runs as far as the new run has them.
+const picked = {layer: null, head: null};
+
+function buildPickers(layers, heads) {
+  const fill = (select, count, value) => {
+    select.replaceChildren(...Array.from({length: count}, (_, i) => new Option(String(i + 1), String(i))));
+    select.value = String(Math.min(value, count - 1));
+  };
+  fill($("layer"), layers, picked.layer ?? layers - 1);  // the last: the copy task's diagonal
+  fill($("head"), heads, picked.head ?? 0);
+}
+
+function colour(weight) {  // white to dark blue, one hue so that the order reads at a glance
+  const w = Math.min(1, Math.max(0, weight));
+  const from = [247, 251, 255], to = [8, 48, 107];
+  return `rgb(${from.map((f, i) => Math.round(f + (to[i] - f) * w)).join(",")})`;
+}
+
+const measure = document.createElement("canvas").getContext("2d");
+
+function textWidth(text, font) {
+  measure.font = font;
+  return measure.measureText(text).width;
+}
+
+function drawAttention() {
+  const svg = $("matrix");
+  const kind = KINDS[$("kind").value];
+  $("attention-hint").replaceChildren(`${kind.text} · `, lessonLink("07_encoder_decoder/README.md"));
+  const a = run.attention;
+  if (!a || !a.maps[$("kind").value]?.length) {
+    svg.replaceChildren();
+    svg.setAttribute("width", 0);
+    svg.setAttribute("height", 0);
+    $("attention-caption").textContent = run.phase === "loading" || run.phase === "idle"
+        ? "Start a run to see its attention." : "Waiting for the first map…";
+    return;
+  }
+  const maps = a.maps;
+  const layer = Math.min(Number($("layer").value), maps.encoder.length - 1);
+  const head = Math.min(Number($("head").value), maps.encoder[0].length - 1);
+  const rows = maps[kind.rows], columns = maps[kind.columns];
+  const values = maps[$("kind").value][layer][head];  // [rows x columns], row by row
+  $("attention-caption").textContent =
+      `example ${a.example + 1}, at step ${a.step} · source: ${maps.source_tokens.join(" ")}`;
+
+  const font = "11px system-ui, sans-serif";
+  const rowLabel = Math.max(...rows.map((t) => textWidth(t, font))) + 8;
+  const columnLabel = Math.max(...columns.map((t) => textWidth(t, font))) * Math.SQRT1_2 + 14;
+  const available = $("attention-panel").clientWidth - 24 - rowLabel - 40;
+  const cell = Math.max(8, Math.min(30, Math.floor(available / columns.length)));
+  const left = rowLabel, top = columnLabel;
+  // The last column's label leans right, past the matrix, by its width times cos 45°.
+  const width = left + cell * columns.length + textWidth(columns[columns.length - 1], font) * Math.SQRT1_2 + 4;
+  const height = top + cell * rows.length + 4;
+  svg.setAttribute("width", width);
+  svg.setAttribute("height", height);
+  svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
+  svg.replaceChildren();
+  columns.forEach((token, c) => {
+    const cx = left + (c + 0.5) * cell, cy = top - 6;
+    svgText(token, {x: cx, y: cy, class: "column-label", "data-token": token,
+                    transform: `rotate(-45 ${cx} ${cy})`}, svg);
+  });
+  rows.forEach((token, r) => {
+    svgText(token, {x: left - 6, y: top + (r + 0.5) * cell + 4, class: "row-label", "data-token": token,
+                    "text-anchor": "end"}, svg);
+    for (let c = 0; c < columns.length; ++c) {
+      const weight = values[r * columns.length + c];
+      const rect = svgElement("rect", {x: left + c * cell, y: top + r * cell, width: cell, height: cell,
+                                       fill: colour(weight), class: "cell"}, svg);
+      svgElement("title", {}, rect).textContent = `${token} → ${columns[c]}: ${weight.toFixed(3)}`;
+    }
+  });
+  svgElement("rect", {x: left, y: top, width: cell * columns.length, height: cell * rows.length,
+                      class: "frame"}, svg);
+}
+
+function askForAttention() {
+  if (run.phase !== "loading" && run.phase !== "idle") send({type: "example", index: Number($("example").value)});
+}
+
+// ---- Wiring -------------------------------------------------------------------------------
+
+function wire() {
+  $("start").addEventListener("click", () => startRun(undefined, true).catch(() => {}));
+  $("pause").addEventListener("click", () => (run.phase === "paused" ? resume() : pause()));
+  $("step").addEventListener("click", oneStep);
+  $("reset").addEventListener("click", () => startRun(undefined, false).catch(() => {}));
+  $("defaults").addEventListener("click", () => setKnobs({task: $("knob-task").value}));
+  $("message-close").addEventListener("click", hideError);
+  for (const id of ["layer", "head"]) {
+    $(id).addEventListener("change", () => {
+      picked[id] = Number($(id).value);
+      drawSoon();
+    });
+  }
+  $("kind").addEventListener("change", drawSoon);
+  $("example").addEventListener("change", askForAttention);
+  window.addEventListener("resize", drawSoon);
+}
+
+buildKnobs();
+buildPickers(2, 4);  // transformer train's default model, until a run says otherwise
+for (let i = 0; i < EXAMPLES; ++i) $("example").add(new Option(String(i + 1), String(i)));
+wire();
+const fragment = location.hash.slice(1);
+const presetOk = setKnobs(fragment);
+drawSoon();
+
+window.gradformer = {
+  // config: "task=copy&heads=1" or {task: "copy", heads: 1}, or none for the knobs as they
+  // are; resolves with the run's settings once the engine has started it.
+  start: (config) => startRun(config, true),
+  pause,
+  resume,
+  step: oneStep,
+  status,
+  // The last attention maps the worker sent: {example, step, maps} (web/engine.cpp), or null.
+  attention: () => run.attention,
+};
+
+if (presetOk && new URLSearchParams(fragment).has("autostart")) startRun(undefined, true).catch(() => {});

@@ -1,0 +1,156 @@
+// The playground's Web Worker: it owns the engine (web/engine.cpp) and trains, so that the
+// page's own thread only draws. build_page.py puts this file after the engine's JavaScript, which
+// defines createGradformer, in the Blob the page starts the worker from.
+//
+// The page sends:                  the worker answers:
+//   {type: "start", options, run}    "started" {options, running, settings, status} and the
+//                                    untrained model's "attention"; then, if run, it trains
+//   {type: "pause"}                  "paused"
+//   {type: "resume"}                 "resumed", and trains on (nothing if the run is over)
+//   {type: "step"}                   "paused", then one step and what follows it
+//   {type: "example", index}         "attention" of that example
+// While it trains it sends "progress" {status, losses: {from, losses}} after every slice,
+// "score" {status} every SCORE_EVERY steps, "attention" {example, step, maps} every
+// ATTENTION_EVERY_MS, and "finished" {status} at the end. Also "ready" once the engine is
+// loaded, and "error" {message} for any failure, which also stops the training.
+"use strict";
+
+// gf_step trains until this many milliseconds are used (or the run ends), finishing the step
+// under way. Messages such as "pause" are read between two slices, so training stops at most a
+// slice and a step after the click (the page's own thread answers the click at once).
+const SLICE_MS = 80;
+const SCORE_EVERY = 50;  // steps between two scores for the status line
+const ATTENTION_EVERY_MS = 400;  // between two attention maps sent while training
+
+let engine = null;
+let running = false;
+let sliceQueued = false;
+let lossesSent = 0;  // the losses the page has: those of steps [0, lossesSent)
+let scoredAt = -1;
+let example = 0;
+let attentionSentAt = 0;
+
+class EngineError extends Error {}
+
+function call(name, types, args) {
+  const answer = JSON.parse(engine.ccall(name, "string", types, args));
+  if (answer.error) throw new EngineError(answer.error);
+  return answer;
+}
+
+// A zero-delay turn of the event loop: setTimeout(f, 0) waits at least 4 ms once nested, which
+// is 5% of a slice; a message to ourselves waits only behind the messages already queued.
+const loop = new MessageChannel();
+loop.port1.onmessage = () => {
+  sliceQueued = false;
+  guarded(slice);
+};
+
+function queueSlice() {
+  if (running && !sliceQueued) {
+    sliceQueued = true;
+    loop.port2.postMessage(null);
+  }
+}
+
+function sendProgress(status) {
+  const losses = call("gf_losses", ["number"], [lossesSent]);
+  lossesSent = losses.from + losses.losses.length;
+  postMessage({type: "progress", status, losses: {from: losses.from, losses: losses.losses}});
+}
+
+function sendScore() {
+  const status = call("gf_score", [], []);
+  scoredAt = status.scored_at;
+  postMessage({type: "score", status});
+}
+
+function sendAttention() {
+  const maps = call("gf_attention", ["number"], [example]);
+  const step = call("gf_status", [], []).step;
+  attentionSentAt = performance.now();
+  postMessage({type: "attention", example, step, maps});
+}
+
+// After steps were taken: the new losses always, a score each SCORE_EVERY steps, the attention
+// each ATTENTION_EVERY_MS, and both at the end.
+function report(status, always) {
+  sendProgress(status);
+  const finished = status.state === "finished";
+  if (finished || always || Math.floor(status.step / SCORE_EVERY) > Math.floor(scoredAt / SCORE_EVERY))
+    sendScore();
+  if (finished || always || performance.now() - attentionSentAt >= ATTENTION_EVERY_MS)
+    sendAttention();
+  if (finished) {
+    running = false;
+    postMessage({type: "finished", status: call("gf_status", [], [])});
+  }
+}
+
+function slice() {
+  if (!running) return;
+  const status = call("gf_step", ["number", "number"], [1 << 30, SLICE_MS]);
+  report(status, false);
+  queueSlice();
+}
+
+function start(options, run) {
+  running = false;
+  const started = call("gf_start", ["string"], [options]);
+  lossesSent = 0;
+  scoredAt = -1;
+  postMessage({type: "started", options, running: run, settings: started.settings,
+               status: started.status});
+  sendAttention();  // the untrained model's, to compare with
+  running = run;
+  queueSlice();
+}
+
+const handlers = {
+  start: (message) => start(message.options, message.run),
+  pause: () => {
+    running = false;
+    postMessage({type: "paused"});
+  },
+  resume: () => {
+    if (call("gf_status", [], []).state !== "ready") return;  // none, or finished
+    running = true;
+    postMessage({type: "resumed"});
+    queueSlice();
+  },
+  step: () => {
+    running = false;
+    postMessage({type: "paused"});
+    report(call("gf_step", ["number", "number"], [1, 0]), true);
+  },
+  example: (message) => {
+    example = message.index;
+    if (call("gf_status", [], []).state !== "none") sendAttention();
+  },
+};
+
+// Any failure stops the run and goes to the page, which shows it.
+function guarded(action) {
+  try {
+    action();
+  } catch (e) {
+    running = false;
+    const message = e instanceof EngineError ? e.message : `the engine failed: ${e}`;
+    postMessage({type: "error", message});
+  }
+}
+
+// Resolves to whether the engine loaded; messages that arrive meanwhile wait for it, in order.
+const loaded = performance.now();
+const ready = createGradformer().then((module) => {
+  engine = module;
+  postMessage({type: "ready", milliseconds: performance.now() - loaded});
+  return true;
+}, (e) => {
+  postMessage({type: "error", message: `the engine did not load: ${e}`});
+  return false;
+});
+
+onmessage = (event) => {
+  ready.then((ok) => ok && guarded(() => handlers[event.data.type](event.data)));
+};
