@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian / Ubuntu packages that gradformer builds with, only those missing, so
 # that a second run costs a few dpkg queries. Needs root or sudo when something is missing.
+# With package names as arguments, installs those instead (scripts/test-wasm.sh: emscripten).
 set -euo pipefail
 
 packages=(
@@ -17,6 +18,8 @@ packages=(
   clang libclang-rt-14-dev    # fuzzing: clang++ and libFuzzer (libclang_rt.fuzzer)
   chromium python3            # the run pages' browser tests (tests/browser/check_run_page.py)
 )
+
+if [ $# -gt 0 ]; then packages=("$@"); fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -23,16 +23,14 @@ Exit status: 0 when every check passes, 1 on the first failure, 77 when chromium
 installed (CTest's "skipped") unless GRADFORMER_REQUIRE_BROWSER=1 is set.
 """
 
-import argparse
 import json
 import os
-import pathlib
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from check_run_page import (  # noqa: E402
-    SKIPPED, TIMEOUT_SECONDS, Browser, CheckFailed, check, find_chromium, report)
+    TIMEOUT_SECONDS, Browser, check, check_main, report)
 
 TARGET_EXACT = 0.95
 TRAINING_BUDGET_S = 120  # from the run's start to TARGET_EXACT, the time held paused not counted
@@ -281,39 +279,10 @@ def run_checks(browser, page, args):
 
 
 def main():
-    parser = argparse.ArgumentParser(
-        description="Check gradformer's playground (one self-contained HTML file) in headless Chromium.",
-        epilog="Exit status: 0 pass, 1 fail, 77 chromium missing (1 with GRADFORMER_REQUIRE_BROWSER=1).")
-    parser.add_argument("page", type=pathlib.Path, help="playground.html")
-    parser.add_argument("--screenshot", metavar="OUT.png",
-                        help="also save a screenshot, taken once the target score is reached")
-    parser.add_argument("--full-page", action="store_true", help="the screenshot shows the whole page, not the window")
-    parser.add_argument("--width", type=int, default=1366, help="window width in CSS pixels (default 1366)")
-    parser.add_argument("--height", type=int, default=768, help="window height in CSS pixels (default 768)")
-    parser.add_argument("--chromium", help="the browser to run (default: $CHROMIUM, or chromium on the PATH)")
-    args = parser.parse_args()
-
-    page = args.page.resolve()
-    if not page.is_file():
-        print(f"FAIL {args.page}: no such file", file=sys.stderr)
-        return 1
-    executable = find_chromium(args.chromium)
-    if executable is None:
-        required = os.environ.get("GRADFORMER_REQUIRE_BROWSER") == "1"
-        print(f"chromium not found: cannot check {args.page}; install it with scripts/install-deps.sh"
-              + (" (GRADFORMER_REQUIRE_BROWSER=1, so this fails)" if required else " (skipped)"),
-              file=sys.stderr)
-        return 1 if required else SKIPPED
-
-    browser = WorkerBrowser(executable)
-    try:
-        run_checks(browser, page, args)
-    except CheckFailed as failure:
-        print(f"FAIL {args.page}: {failure}", file=sys.stderr)
-        return 1
-    finally:
-        browser.close()
-    return 0
+    return check_main("Check gradformer's playground (one self-contained HTML file) in headless Chromium.",
+                      "playground.html",
+                      "also save a screenshot, taken once the target score is reached",
+                      WorkerBrowser, run_checks)
 
 
 if __name__ == "__main__":

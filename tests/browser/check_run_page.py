@@ -508,12 +508,15 @@ def run_checks(browser, page, args):
     print(f"PASS {page} ({size / 1024:.0f} KiB, drawn in {load_ms:.0f} ms)")
 
 
-def main():
+def check_main(description, page_help, screenshot_help, make_browser, run_checks):
+    """The command line of a page's check (this one's and check_playground.py's): the page and
+    the screenshot's options, Chromium found or the check skipped (77), the checks run, and the
+    first failure said."""
     parser = argparse.ArgumentParser(
-        description="Check a gradformer run page (one self-contained HTML file) in headless Chromium.",
+        description=description,
         epilog="Exit status: 0 pass, 1 fail, 77 chromium missing (1 with GRADFORMER_REQUIRE_BROWSER=1).")
-    parser.add_argument("page", type=pathlib.Path, help="the run's HTML page")
-    parser.add_argument("--screenshot", metavar="OUT.png", help="also save a screenshot of the page as it opens")
+    parser.add_argument("page", type=pathlib.Path, help=page_help)
+    parser.add_argument("--screenshot", metavar="OUT.png", help=screenshot_help)
     parser.add_argument("--full-page", action="store_true", help="the screenshot shows the whole page, not the window")
     parser.add_argument("--width", type=int, default=1366, help="window width in CSS pixels (default 1366)")
     parser.add_argument("--height", type=int, default=768, help="window height in CSS pixels (default 768)")
@@ -532,7 +535,7 @@ def main():
               file=sys.stderr)
         return 1 if required else SKIPPED
 
-    browser = Browser(executable)
+    browser = make_browser(executable)
     try:
         run_checks(browser, page, args)
     except CheckFailed as failure:
@@ -541,6 +544,12 @@ def main():
     finally:
         browser.close()
     return 0
+
+
+def main():
+    return check_main("Check a gradformer run page (one self-contained HTML file) in headless Chromium.",
+                      "the run's HTML page", "also save a screenshot of the page as it opens",
+                      Browser, run_checks)
 
 
 if __name__ == "__main__":
