@@ -42,21 +42,10 @@ ALLOWED_SCHEMES = ("file:", "data:", "blob:")
 class WorkerBrowser(Browser):
     """The Browser of check_run_page.py, also attached to the workers the page starts."""
 
-    def open_page(self, url, width, height):
-        # As Browser.open_page, with auto-attach before the page loads: each worker then waits
-        # (waitForDebuggerOnStart) until its own event streams are on, so none of its events
-        # is missed.
-        target = self.send("Target.createTarget", {"url": "about:blank"}, session=False)
-        attached = self.send("Target.attachToTarget", {"targetId": target["targetId"], "flatten": True},
-                             session=False)
-        self.session = attached["sessionId"]
-        for domain in ("Page", "Runtime", "Log", "Network"):
-            self.send(f"{domain}.enable")
+    def before_load(self):
+        # Auto-attach before the page loads: each worker then waits (waitForDebuggerOnStart)
+        # until its own event streams are on, so none of its events is missed.
         self.send("Target.setAutoAttach", {"autoAttach": True, "waitForDebuggerOnStart": True, "flatten": True})
-        self.send("Emulation.setDeviceMetricsOverride",
-                  {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})
-        self.send("Page.navigate", {"url": url})
-        self.wait_for_event("Page.loadEventFired")
 
     def send_to(self, session, method, params=None):
         page_session, self.session = self.session, session

@@ -163,10 +163,15 @@ class Browser:
         self.session = attached["sessionId"]
         for domain in ("Page", "Runtime", "Log", "Network"):
             self.send(f"{domain}.enable")
+        self.before_load()
         self.send("Emulation.setDeviceMetricsOverride",
                   {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})
         self.send("Page.navigate", {"url": url})
         self.wait_for_event("Page.loadEventFired")
+
+    def before_load(self):
+        """What a subclass asks of the tab once its event streams are on, before the page
+        loads (check_playground.py attaches to the page's workers here)."""
 
     def evaluate(self, expression):
         """The value of a JavaScript expression in the page (awaited if it is a promise)."""
