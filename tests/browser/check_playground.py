@@ -14,6 +14,8 @@ from its file with the fragment #task=copy&autostart, and the checks are:
   - the loss curve has its paths and the attention map its cells and token labels, for each
     kind of attention;
   - an engine error (a start with 3 heads for d-model 64) shows in the page's message box;
+  - every preset a lesson links to (lessons/*/README*.md: playground.html#...) starts a run with
+    each of its settings, and the engine accepts them;
   - no JavaScript exception or console error, in the page or the worker, and no request but
     for file:, data: and blob: URLs.
 
@@ -25,8 +27,11 @@ installed (CTest's "skipped") unless GRADFORMER_REQUIRE_BROWSER=1 is set.
 
 import json
 import os
+import pathlib
+import re
 import sys
 import time
+import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from check_run_page import (  # noqa: E402
@@ -37,6 +42,7 @@ TRAINING_BUDGET_S = 120  # from the run's start to TARGET_EXACT, the time held p
 CLICK_BUDGET_MS = 100
 ENGINE_BUDGET_S = 60  # page opened to the run started: the engine's 1.6 MB to parse and compile
 ALLOWED_SCHEMES = ("file:", "data:", "blob:")
+LESSONS = pathlib.Path(__file__).resolve().parents[2] / "lessons"
 
 
 class WorkerBrowser(Browser):
@@ -224,6 +230,34 @@ def check_error_box(browser):
     report(f"an engine error shows in the message box: {failed!r}")
 
 
+def lesson_presets():
+    """{fragment: [pages that link to it]} for every link of a lesson to the playground."""
+    presets = {}
+    for page in sorted(LESSONS.glob("*/*.md")):
+        for fragment in re.findall(r"playground\.html#([^)\s]+)\)", page.read_text(encoding="utf-8")):
+            presets.setdefault(fragment, []).append(page.relative_to(LESSONS).as_posix())
+    return presets
+
+
+def check_presets(browser):
+    """Starts each preset as a link would (page.js reads a link's fragment as start() reads
+    this line): the run starts, and the options it was started with hold every setting."""
+    presets = lesson_presets()
+    check(presets, f"no lesson under {LESSONS} links to the playground")
+    for fragment, pages in presets.items():
+        wanted = [pair for pair in urllib.parse.parse_qsl(fragment) if pair[0] != "autostart"]
+        started = browser.evaluate(f"""window.gradformer.start({json.dumps(fragment)})
+            .then(() => location.hash.slice(1), (e) => "error: " + e.message)""")
+        check(not started.startswith("error: "),
+              f"the preset #{fragment} (linked from {', '.join(pages)}) fails: {started[7:]}")
+        used = urllib.parse.parse_qsl(started)
+        missing = [f"{k}={v}" for k, v in wanted if (k, v) not in used]
+        check(not missing, f"the preset #{fragment} (linked from {', '.join(pages)}) started a run "
+              f"without {', '.join(missing)}: #{started}")
+        browser.evaluate("window.gradformer.pause()")
+    report(f"each of the {len(presets)} presets the lessons link to starts a run with its settings")
+
+
 def check_clean(browser):
     problems = []
     for event in browser.events:
@@ -263,6 +297,7 @@ def run_checks(browser, page, args):
         browser.screenshot(args.screenshot, args.full_page)
         report(f"screenshot written to {args.screenshot}")
     check_error_box(browser)
+    check_presets(browser)
     check_clean(browser)
     print(f"PASS {page} ({page.stat().st_size} bytes; {TARGET_EXACT:.0%} exact after {elapsed:.1f} s)")
 
