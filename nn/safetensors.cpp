@@ -399,7 +399,8 @@ SafetensorsFile load_safetensors(const std::string& path) {
   uint64_t header_bytes = 0;
   for (size_t i = 0; i < length.size(); ++i) header_bytes |= uint64_t{length[i]} << (8 * i);
   if (header_bytes > kMaxHeaderBytes)
-    throw format_error(path, fmt::format("the header length {} exceeds the limit of {} bytes",
+    throw format_error(path, fmt::format("not a safetensors file? The header length it starts "
+                                         "with, {}, exceeds the limit of {} bytes",
                                          header_bytes, kMaxHeaderBytes));
   if (header_bytes > file_bytes - kLengthBytes)
     throw format_error(path, fmt::format("the header length {} exceeds the {} bytes that follow it",

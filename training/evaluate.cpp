@@ -1,17 +1,20 @@
 #include "training/evaluate.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <sstream>
 #include <stdexcept>
 
 #include "autograd/errors.h"
 #include "autograd/graph.h"
 #include "autograd/ops.h"
 #include "data/batch.h"
+#include "data/pairs_file.h"
 #include "data/parallel_corpus.h"
 #include "data/toy_language.h"
 #include "data/vocab.h"
@@ -92,6 +95,44 @@ std::vector<std::string> translate_texts(Transformer& model, const data::Tokeniz
        decode_corpus(model, encode_sources(model, tokenizer, sources), settings))
     translations.push_back(tokenizer.decode(output));
   return translations;
+}
+
+std::vector<int32_t> read_source(const Transformer& model, const data::Tokenizer* tokenizer,
+                                 const std::string& source) {
+  std::vector<int32_t> src;
+  if (tokenizer) {
+    src = encode_sources(model, *tokenizer, std::span<const std::string>(&source, 1)).front();
+  } else {
+    std::istringstream line(source);
+    const data::IdLines ids = data::read_id_lines(line, "source");
+    data::check_ids(ids, static_cast<int32_t>(model.config.vocab_size));
+    if (ids.sequences.size() > 1)
+      throw std::invalid_argument("the source is one line of token ids, not several");
+    if (!ids.sequences.empty()) src = ids.sequences.front();
+    if (std::ssize(src) > model.config.max_len)
+      throw std::invalid_argument(
+          fmt::format("the source has {} tokens, more than the model's "
+                      "max_len {}",
+                      src.size(), model.config.max_len));
+  }
+  if (src.empty()) throw std::invalid_argument("the source is empty: give a sentence to decode");
+  return src;
+}
+
+DecodedSource decode_source(Transformer& model, const data::Tokenizer* tokenizer,
+                            const std::string& source, const DecodeSettings& settings) {
+  DecodedSource decoded;
+  decoded.src = read_source(model, tokenizer, source);
+  DecodeSettings one = settings;
+  one.batch = 1;
+  const TokenIds output =
+      decode_corpus(model, std::span<const std::vector<int32_t>>(&decoded.src, 1), one).front();
+  decoded.output =
+      tokenizer ? tokenizer->decode(output) : fmt::format("{}", fmt::join(output, " "));
+  decoded.tgt = {model.config.bos_id};
+  decoded.tgt.insert(decoded.tgt.end(), output.begin(), output.end());
+  decoded.tgt.push_back(model.config.eos_id);
+  return decoded;
 }
 
 TranslationScores score_translations(Transformer& model, const data::Tokenizer& tokenizer,

@@ -43,6 +43,23 @@ std::vector<std::string> translate_texts(Transformer& model, const data::Tokeniz
                                          std::span<const std::string> sources,
                                          const DecodeSettings& settings = {});
 
+// One source as `transformer translate` and `decode` read a line: for a model trained on text
+// (tokenizer given), text that the tokenizer encodes, then eos; for one trained on ids, ids
+// separated by spaces, taken as they are (end them with eos, 2, as the tasks' sources do).
+// Throws FormatError for a word that is not an id or an id outside the vocabulary, and
+// std::invalid_argument for an empty source or one longer than the model's max_len.
+std::vector<int32_t> read_source(const Transformer& model, const data::Tokenizer* tokenizer,
+                                 const std::string& source);
+
+// One source decoded as those commands decode it (read_source, then decode_corpus alone).
+struct DecodedSource {
+  std::vector<int32_t> src;  // as the encoder reads it
+  std::vector<int32_t> tgt;  // bos, the output, eos: the pair to draw attention_maps with
+  std::string output;        // what the command prints: the tokenizer's text, or the ids
+};
+DecodedSource decode_source(Transformer& model, const data::Tokenizer* tokenizer,
+                            const std::string& source, const DecodeSettings& settings = {});
+
 struct TranslationScores {
   data::BleuScore bleu;
   data::ChrfScore chrf;

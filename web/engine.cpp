@@ -9,6 +9,14 @@
 //   gf_losses(from)                the losses and rates of the steps from `from` on
 //   gf_score()                     exact copies (a generated task) or BLEU (text), scored now
 //   gf_attention(example)          every attention map of one of the run's example pairs
+//   gf_decode(source, beam)        the model's output for a source, with its attention
+//   gf_save()                      the model as a checkpoint, in the module's file system
+//   gf_open(path, name)            a checkpoint from that file system (name: for messages)
+//
+// The model is the run's, or, after gf_open, the checkpoint's: opening one ends the run, and
+// gf_start ends the checkpoint's turn. Checkpoints go in and out through Emscripten's file
+// system in memory (FS.writeFile, FS.readFile), in the format of docs/checkpoint-format.md, so
+// that `transformer decode` and `translate` read what the page saves, and the page what they do.
 //
 // The page runs on one thread with WebAssembly's 128-bit SIMD (kernels/simd.h): a page opened
 // from a file gets no SharedArrayBuffer, so no threads.
@@ -20,8 +28,10 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "training/evaluate.h"
+#include "training/model_file.h"
 #include "training/run.h"
 #include "training/run_options.h"
 #include "training/run_page.h"
@@ -34,7 +44,8 @@ using Clock = std::chrono::steady_clock;
 
 struct Engine {
   std::unique_ptr<Run> run;
-  double step_seconds = 0.0;  // of the steps alone, for the speed on screen
+  gf::training::ModelAndTokenizer opened;  // a checkpoint gf_open read, when there is no run
+  double step_seconds = 0.0;               // of the steps alone, for the speed on screen
   std::optional<double> score;
   int64_t scored_at = -1;
   std::string answer;  // the text the last call returned
@@ -58,8 +69,26 @@ bool generated(const Run& run) {
   return !gf::training::is_text(run.settings().task);
 }
 
+// The model the page decodes with: the run's, or the opened checkpoint's; null before either.
+gf::Transformer* model_of(Engine& e) {
+  return e.run ? &e.run->model() : e.opened.model.get();
+}
+
+const gf::data::Tokenizer* tokenizer_of(const Engine& e) {
+  return e.run ? e.run->tokenizer() : e.opened.tokenizer.get();
+}
+
+// A message of the library, which names a file by its path in the module's file system, with
+// the name the learner knows the file by instead.
+std::string with_name(std::string message, std::string_view path, std::string_view name) {
+  for (size_t at = message.find(path); at != std::string::npos;
+       at = message.find(path, at + name.size()))
+    message.replace(at, path.size(), name);
+  return message;
+}
+
 Json status_of(const Engine& e) {
-  if (!e.run) return {{"state", "none"}};
+  if (!e.run) return {{"state", e.opened.model ? "opened" : "none"}};
   const Run& run = *e.run;
   const int64_t step = run.steps_done();
   Json status = {
@@ -75,9 +104,12 @@ Json status_of(const Engine& e) {
   return status;
 }
 
-Json settings_of(const Run& run) {
-  const gf::TransformerConfig& m = run.model().config;
-  return {{"task", gf::training::name_of(run.settings().task)},
+// reads: "text" for a model with a tokenizer, "ids" for one that reads token ids.
+Json model_settings(const gf::Transformer& model, const gf::data::Tokenizer* tokenizer,
+                    const std::string& task, int64_t steps) {
+  const gf::TransformerConfig& m = model.config;
+  return {{"task", task},
+          {"reads", tokenizer ? "text" : "ids"},
           {"vocab_size", m.vocab_size},
           {"d_model", m.d_model},
           {"d_ff", m.d_ff},
@@ -86,9 +118,15 @@ Json settings_of(const Run& run) {
           {"dropout", m.dropout},
           {"norm_first", m.norm_first},
           {"learned_positions", m.learned_positions},
-          {"steps", run.settings().steps},
-          {"parameters", run.model().parameter_count()},
+          {"steps", steps},
+          {"parameters", model.parameter_count()},
           {"vector_unit", "one thread, WebAssembly SIMD"}};
+}
+
+Json settings_of(const Run& run) {
+  return model_settings(run.model(), run.tokenizer(),
+                        std::string(gf::training::name_of(run.settings().task)),
+                        run.settings().steps);
 }
 
 Json maps_json(const gf::viz::AttentionMaps& maps) {
@@ -111,7 +149,7 @@ EMSCRIPTEN_KEEPALIVE const char* gf_start(const char* options) {
     config.snapshots = 0;                    // the page asks for attention itself
     auto run = std::make_unique<Run>(config);
     Engine& e = engine();
-    e = Engine{};
+    e = Engine{};  // the last run, or an opened checkpoint, ends here
     e.run = std::move(run);
     Json started = {{"settings", settings_of(*e.run)}, {"status", status_of(e)}};
     return answer(started);
@@ -180,6 +218,53 @@ EMSCRIPTEN_KEEPALIVE const char* gf_attention(int example) {
     return answer(maps_json(gf::training::attention_maps(run.model(), pair.src, pair.tgt, names)));
   } catch (const std::exception& ex) {
     return error(ex);
+  }
+}
+
+EMSCRIPTEN_KEEPALIVE const char* gf_decode(const char* source, int beam) {
+  Engine& e = engine();
+  gf::Transformer* model = model_of(e);
+  if (!model) return answer(Json{{"error", "no model: start a run or open a checkpoint first"}});
+  try {
+    if (beam < 1) throw std::invalid_argument(fmt::format("beam must be positive, got {}", beam));
+    // As `transformer decode` and `translate` decode a line, with their default length penalty.
+    const gf::training::DecodedSource d =
+        gf::training::decode_source(*model, tokenizer_of(e), source, {.beam = beam});
+    const auto names = gf::training::token_names(tokenizer_of(e), model->config);
+    return answer(
+        Json{{"output", d.output},
+             {"step", e.run ? e.run->steps_done() : 0},
+             {"maps", maps_json(gf::training::attention_maps(*model, d.src, d.tgt, names))}});
+  } catch (const std::exception& ex) {
+    return error(ex);
+  }
+}
+
+EMSCRIPTEN_KEEPALIVE const char* gf_save() {
+  Engine& e = engine();
+  gf::Transformer* model = model_of(e);
+  if (!model) return answer(Json{{"error", "no model: start a run or open a checkpoint first"}});
+  try {
+    // The weights as they are now: what `transformer train --save` writes at this step.
+    const std::string path = "/run/page.safetensors";
+    gf::training::save_model(path, *model, tokenizer_of(e));
+    return answer(Json{{"path", path}});
+  } catch (const std::exception& ex) {
+    return error(ex);
+  }
+}
+
+EMSCRIPTEN_KEEPALIVE const char* gf_open(const char* path, const char* name) {
+  Engine& e = engine();
+  try {
+    gf::training::ModelAndTokenizer opened = gf::training::load_model_and_tokenizer(path);
+    e = Engine{};  // the run ends, once the checkpoint has loaded
+    e.opened = std::move(opened);
+    return answer(Json{
+        {"settings", model_settings(*e.opened.model, e.opened.tokenizer.get(), "checkpoint", 0)},
+        {"status", status_of(e)}});
+  } catch (const std::exception& ex) {
+    return answer(Json{{"error", with_name(ex.what(), path, name)}});
   }
 }
 

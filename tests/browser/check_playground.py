@@ -13,6 +13,13 @@ from its file with the fragment #task=copy&autostart, and the checks are:
   - the copy task reaches 95% exact (gf_score) within 120 s of training;
   - the loss curve has its paths and the attention map its cells and token labels, for each
     kind of attention;
+  - a typed source decodes (greedy and beam 4) with its attention, and a malformed one gets the
+    engine's message;
+  - with --transformer (the native command): the checkpoint the page saves decodes with
+    `transformer decode` to the page's own output, and checkpoints trained natively (the copy
+    task, and the toy language with its tokenizer) opened in the page through its file input
+    decode there as `transformer decode` and `translate` decode them; a file that is not a
+    checkpoint is refused with a message naming it, and the model stays as it was;
   - an engine error (a start with 3 heads for d-model 64) shows in the page's message box;
   - every preset a lesson links to (lessons/*/README*.md: playground.html#...) starts a run with
     each of its settings, and the engine accepts them;
@@ -25,11 +32,14 @@ Exit status: 0 when every check passes, 1 on the first failure, 77 when chromium
 installed (CTest's "skipped") unless GRADFORMER_REQUIRE_BROWSER=1 is set.
 """
 
+import base64
 import json
 import os
 import pathlib
 import re
+import subprocess
 import sys
+import tempfile
 import time
 import urllib.parse
 
@@ -230,6 +240,114 @@ def check_error_box(browser):
     report(f"an engine error shows in the message box: {failed!r}")
 
 
+COPY_SOURCE = "5 6 7 8 9 10 4 5 6 7 2"  # ids, as `transformer decode` reads a line: the copy task's 10, then eos
+TOY_SOURCE = "the big red cat sees my dog ."
+
+
+def decode_in_page(browser, source, beam):
+    answer = browser.evaluate(f"""window.gradformer.decode({json.dumps(source)}, {beam})
+        .then((d) => ({{output: d.output, rows: d.maps.target_next.length}}),
+              (e) => ({{error: e.message}}))""")
+    check("error" not in answer, f"the page could not decode {source!r}: {answer.get('error')}")
+    return answer
+
+
+def command(transformer, args, text):
+    done = subprocess.run([str(transformer), *args], input=text, capture_output=True, text=True, timeout=300)
+    check(done.returncode == 0, f"transformer {' '.join(args)} failed:\n{done.stdout}{done.stderr}")
+    return done.stdout
+
+
+def check_decode(browser):
+    """A typed source, greedy and with a beam, and its attention offered as "yours"."""
+    for beam in (1, 4):
+        answer = decode_in_page(browser, COPY_SOURCE, beam)
+        check(answer["output"] == COPY_SOURCE[:-2],
+              f"the copy model decodes {COPY_SOURCE!r} (beam {beam}) to {answer['output']!r}")
+    shown = browser.evaluate("""[document.getElementById("example").value,
+                                 document.querySelectorAll("#matrix rect.cell").length,
+                                 document.getElementById("decoded").textContent]""")
+    check(shown[0] == "decoded" and shown[1] > 0 and COPY_SOURCE[:-2] in shown[2],
+          f"after a decode the attention shows example {shown[0]!r} with {shown[1]} cells, and the "
+          f"output line says {shown[2]!r}")
+    report(f"{COPY_SOURCE!r} decodes to {answer['output']!r} greedy and with beam 4, and its "
+           "attention is shown")
+
+
+def check_malformed_source(browser):
+    failed = browser.evaluate("""window.gradformer.decode("5 x 2").then(() => null, (e) => e.message)""")
+    check(failed and '"x"' in failed, f"a source with a word that is not an id decoded, or said {failed!r}")
+    shown = browser.evaluate("document.getElementById('message-text').textContent")
+    check(shown == failed, f"the message box shows {shown!r}, not the engine's {failed!r}")
+    check(status(browser)["state"] in ("running", "finished"), "a malformed source paused the training")
+    report(f"\"5 x 2\" is refused with {failed!r}, and the run goes on")
+
+
+def page_checkpoint(browser, path):
+    """The page's checkpoint, written to path."""
+    encoded = browser.evaluate("""window.gradformer.checkpoint().then((bytes) => {
+        let text = "";
+        for (let i = 0; i < bytes.length; i += 0x8000)
+            text += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+        return btoa(text);
+    })""")
+    path.write_bytes(base64.b64decode(encoded))
+
+
+def open_in_page(browser, path):
+    """Opens path through the page's file input, as a learner's choice of file would; returns
+    the page's status once the engine has answered (opened, or an error shown)."""
+    browser.evaluate("window.gradformer.status().error === null || document.getElementById('message-close').click()")
+    document = browser.send("DOM.getDocument")
+    node = browser.send("DOM.querySelector", {"nodeId": document["root"]["nodeId"], "selector": "#open"})
+    browser.send("DOM.setFileInputFiles", {"nodeId": node["nodeId"], "files": [str(path)]})
+    deadline = time.monotonic() + 30
+    while True:
+        s = status(browser)
+        if s["state"] == "opened" and browser.evaluate("document.getElementById('status').textContent").startswith(path.name):
+            return s
+        if s["error"] is not None:
+            return s
+        check(time.monotonic() < deadline, f"opening {path.name} in the page: no answer in 30 s ({s})")
+        time.sleep(0.2)
+
+
+def check_checkpoints(browser, transformer, folder):
+    saved = folder / "page.safetensors"
+    page_checkpoint(browser, saved)
+    for beam in (1, 4):
+        in_page = decode_in_page(browser, COPY_SOURCE, beam)["output"]
+        native = command(transformer, ["decode", "--ckpt", str(saved), "--beam", str(beam)], COPY_SOURCE + "\n")
+        check(native.strip() == in_page, f"the page's checkpoint decodes {COPY_SOURCE!r} (beam {beam}) to "
+              f"{in_page!r} in the page and {native.strip()!r} with transformer decode")
+    report(f"the page's checkpoint ({saved.stat().st_size} bytes) decodes as in the page with "
+           "transformer decode, greedy and beam 4")
+
+    copy = folder / "native-copy.safetensors"
+    command(transformer, ["train", "--task", "copy", "--steps", "300", "--seed", "3", "--save", str(copy)], "")
+    toy = folder / "native-toy.safetensors"
+    command(transformer, ["train", "--task", "toy-translation", "--steps", "300", "--seed", "3", "--save", str(toy)], "")
+    for path, source, subcommand in ((copy, COPY_SOURCE, "decode"), (toy, TOY_SOURCE, "translate")):
+        opened = open_in_page(browser, path)
+        check(opened["error"] is None, f"the page could not open {path.name}: {opened['error']}")
+        for beam in (1, 4):
+            in_page = decode_in_page(browser, source, beam)["output"]
+            native = command(transformer, [subcommand, "--ckpt", str(path), "--beam", str(beam)], source + "\n")
+            check(native.strip() == in_page, f"{path.name} decodes {source!r} (beam {beam}) to {in_page!r} in "
+                  f"the page and {native.strip()!r} with transformer {subcommand}")
+    report(f"checkpoints trained natively open in the page and decode there as transformer decode and "
+           f"translate decode them ({TOY_SOURCE!r} -> {in_page!r})")
+
+    not_one = folder / "notes.txt"
+    not_one.write_text("attention is all you need\n", encoding="utf-8")
+    refused = open_in_page(browser, not_one)
+    check(refused["error"] is not None and "notes.txt" in refused["error"],
+          f"opening a text file, the page says {refused['error']!r}, which does not name it")
+    check(refused["state"] == "opened" and decode_in_page(browser, TOY_SOURCE, 1)["output"] == in_page,
+          "after refusing a file, the page no longer decodes with the checkpoint it had open")
+    report(f"a file that is not a checkpoint is refused: {refused['error']!r}; the open one stays")
+
+
 def lesson_presets():
     """{fragment: [pages that link to it]} for every link of a lesson to the playground."""
     presets = {}
@@ -293,9 +411,14 @@ def run_checks(browser, page, args):
     paused_s = check_buttons(browser)
     elapsed = check_training(browser, started, paused_s)
     check_drawing(browser)
+    check_decode(browser)
     if args.screenshot:
         browser.screenshot(args.screenshot, args.full_page)
         report(f"screenshot written to {args.screenshot}")
+    check_malformed_source(browser)
+    if args.transformer:
+        with tempfile.TemporaryDirectory(prefix="playground-") as folder:
+            check_checkpoints(browser, args.transformer, pathlib.Path(folder))
     check_error_box(browser)
     check_presets(browser)
     check_clean(browser)
@@ -306,7 +429,12 @@ def main():
     return check_main("Check gradformer's playground (one self-contained HTML file) in headless Chromium.",
                       "playground.html",
                       "also save a screenshot, taken once the target score is reached",
-                      WorkerBrowser, run_checks)
+                      WorkerBrowser, run_checks, add_arguments)
+
+
+def add_arguments(parser):
+    parser.add_argument("--transformer", type=pathlib.Path,
+                        help="the native transformer command: also check checkpoints both ways")
 
 
 if __name__ == "__main__":

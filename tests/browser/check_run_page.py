@@ -513,10 +513,10 @@ def run_checks(browser, page, args):
     print(f"PASS {page} ({size / 1024:.0f} KiB, drawn in {load_ms:.0f} ms)")
 
 
-def check_main(description, page_help, screenshot_help, make_browser, run_checks):
+def check_main(description, page_help, screenshot_help, make_browser, run_checks, add_arguments=None):
     """The command line of a page's check (this one's and check_playground.py's): the page and
-    the screenshot's options, Chromium found or the check skipped (77), the checks run, and the
-    first failure said."""
+    the screenshot's options (and those add_arguments(parser) adds), Chromium found or the check
+    skipped (77), the checks run, and the first failure said."""
     parser = argparse.ArgumentParser(
         description=description,
         epilog="Exit status: 0 pass, 1 fail, 77 chromium missing (1 with GRADFORMER_REQUIRE_BROWSER=1).")
@@ -526,6 +526,8 @@ def check_main(description, page_help, screenshot_help, make_browser, run_checks
     parser.add_argument("--width", type=int, default=1366, help="window width in CSS pixels (default 1366)")
     parser.add_argument("--height", type=int, default=768, help="window height in CSS pixels (default 768)")
     parser.add_argument("--chromium", help="the browser to run (default: $CHROMIUM, or chromium on the PATH)")
+    if add_arguments:
+        add_arguments(parser)
     args = parser.parse_args()
 
     page = args.page.resolve()

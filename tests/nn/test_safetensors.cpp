@@ -250,8 +250,8 @@ TEST_CASE("safetensors: refuses an absurd header length before allocating it", "
   const std::string path = dir.file("huge.safetensors");
   write_bytes(path, length_field(uint64_t{1} << 62) + "{}");
   REQUIRE_THROWS_WITH(load_safetensors(path),
-                      Contains("the header length 4611686018427387904 exceeds the limit of "
-                               "100000000 bytes"));
+                      Contains("not a safetensors file? The header length it starts with, "
+                               "4611686018427387904, exceeds the limit of 100000000 bytes"));
   write_bytes(path, length_field(std::numeric_limits<uint64_t>::max()) + "{}");
   REQUIRE_THROWS_WITH(load_safetensors(path), Contains("exceeds the limit"));
 }

@@ -208,6 +208,42 @@ TEST_CASE("decode_corpus returns outputs in input order, however it batches them
                                  {.beam = 3})[0]);
 }
 
+TEST_CASE("decode_source reads one source as the commands do and decodes it alone",
+          "[training][evaluation]") {
+  Rng rng(5);
+  Transformer ids_model(tiny_config(), rng);
+  for (const DecodeSettings& settings : {DecodeSettings{}, DecodeSettings{.beam = 3}}) {
+    const DecodedSource d = decode_source(ids_model, nullptr, " 5 6 7 8 2 ", settings);
+    CHECK(d.src == std::vector<int32_t>{5, 6, 7, 8, 2});
+    const TokenIds alone = decode_corpus(ids_model, std::vector<std::vector<int32_t>>{d.src},
+                                         {.beam = settings.beam, .batch = 1})[0];
+    std::vector<int32_t> tgt = {ids_model.config.bos_id};
+    tgt.insert(tgt.end(), alone.begin(), alone.end());
+    tgt.push_back(ids_model.config.eos_id);
+    CHECK(d.tgt == tgt);
+    std::string ids;
+    for (int32_t id : alone) ids += (ids.empty() ? "" : " ") + std::to_string(id);
+    CHECK(d.output == ids);
+  }
+  using Catch::Matchers::Contains;
+  CHECK_THROWS_WITH(decode_source(ids_model, nullptr, "5 six 2"), Contains("source:1"));
+  CHECK_THROWS_WITH(decode_source(ids_model, nullptr, "5 99 2"),
+                    Contains("99") && Contains("out of range"));
+  CHECK_THROWS_WITH(decode_source(ids_model, nullptr, "  "), Contains("the source is empty"));
+  std::string too_long;  // 40 tokens, over tiny_config's max_len of 32
+  for (int i = 0; i < 40; ++i) too_long += "5 ";
+  CHECK_THROWS_WITH(decode_source(ids_model, nullptr, too_long),
+                    Contains("40 tokens, more than the model's max_len 32"));
+
+  const std::vector<std::string> words{"a", " b", " c", "x", " y", " z"};
+  const data::WordTokenizer tokenizer(words);
+  Transformer text_model(tiny_config(tokenizer.size()), rng);
+  const DecodedSource d = decode_source(text_model, &tokenizer, "a b c");
+  CHECK(d.src == data::encode_pair(tokenizer, "a b c", "").src);
+  const std::vector<std::string> sources = {"a b c"};
+  CHECK(d.output == translate_texts(text_model, tokenizer, sources)[0]);
+}
+
 TEST_CASE("log_likelihood sums the teacher-forced log-probabilities of the target",
           "[training][evaluation]") {
   Rng rng(6);

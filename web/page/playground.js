@@ -4,7 +4,7 @@
 // sends back, so a click is handled while a step is being computed.
 //
 // For scripts and tests: window.gradformer = {start(config), pause(), resume(), step(), status(),
-// attention()}.
+// attention(), decode(source, beam), checkpoint(), open(bytes, name)}.
 // The URL fragment presets the knobs, and starts a run with "autostart":
 //   playground.html#task=reverse&heads=2&autostart
 "use strict";
@@ -160,7 +160,8 @@ function optionsFromKnobs() {
 
 // ---- The run ------------------------------------------------------------------------------
 
-// phase: loading (the engine), idle (no run), running, paused, finished.
+// phase: loading (the engine), idle (no run), running, paused, finished, opened (a checkpoint
+// to decode with, no run).
 const run = {
   phase: "loading",
   settings: null,
@@ -168,6 +169,8 @@ const run = {
   losses: [],
   scores: [],  // [step, score] of every score the worker sent
   attention: null,  // {example, step, maps}
+  decoded: null,  // {source, output, step, maps} of the last typed source
+  opened: null,  // the name of the opened checkpoint
   error: null,
 };
 
@@ -187,8 +190,25 @@ function startWorker() {
   return w;
 }
 
-function send(message) {
-  worker.postMessage(message);
+function send(message, transfer = []) {
+  worker.postMessage(message, transfer);
+}
+
+// Requests the worker answers by their id (decode, save, open): a promise of the answer.
+const requests = new Map();
+let nextRequest = 1;
+
+function request(message, transfer = []) {
+  const id = nextRequest++;
+  send({...message, id}, transfer);
+  return new Promise((resolve, reject) => requests.set(id, {resolve, reject}));
+}
+
+function answered(id, value, failure) {
+  const pending = requests.get(id);
+  requests.delete(id);
+  if (failure) pending?.reject(failure);
+  else pending?.resolve(value);
 }
 
 function startRun(config, running) {
@@ -220,6 +240,59 @@ function oneStep() {
   setPhase("paused");
 }
 
+// ---- Decoding and checkpoints -------------------------------------------------------------
+
+// What the source box holds when the learner has typed nothing: a source of the model's kind.
+function exampleSource() {
+  if (run.settings?.reads === "text")
+    return run.settings.task === "toy-translation" ? "the big red cat sees my dog ." : "";
+  return "5 6 7 8 9 10 4 5 6 7 2";  // ids: 10 of 4 to 10 (the tasks' defaults), then 2, the end token
+}
+
+// The model's output for a source (empty: the example), greedy or with a beam of `beam`.
+function decode(source, beam) {
+  const text = source.trim() || exampleSource();
+  return request({type: "decode", source: text, beam: Number(beam) || 1});
+}
+
+function hasModel() {
+  return ["running", "paused", "finished", "opened"].includes(run.phase);
+}
+
+// The model as a safetensors file, downloaded under a name that says what it is.
+async function saveCheckpoint() {
+  const bytes = await request({type: "save"});
+  const name = run.opened ? run.opened.replace(/\.safetensors$/, "") : run.settings.task;
+  const step = run.opened ? "" : `-step${run.status?.step ?? 0}`;
+  const link = document.createElement("a");
+  link.href = URL.createObjectURL(new Blob([bytes], {type: "application/octet-stream"}));
+  link.download = `${name}${step}.safetensors`;
+  link.click();
+  setTimeout(() => URL.revokeObjectURL(link.href), 10000);
+  return bytes;
+}
+
+// A checkpoint's bytes (an ArrayBuffer or a typed array) under its file name.
+function openCheckpoint(bytes, name) {
+  const copy = bytes instanceof ArrayBuffer ? bytes.slice(0) : new Uint8Array(bytes).buffer.slice(0);
+  return request({type: "open", name, bytes: copy}, [copy]);
+}
+
+// The typed source's attention is offered as the example "yours" once there is one.
+function showDecoded() {
+  const d = run.decoded;
+  $("decoded").textContent = `→ ${d.output}`;
+  if (![...$("example").options].some((o) => o.value === "decoded"))
+    $("example").add(new Option("yours", "decoded"));
+  $("example").value = "decoded";
+}
+
+function forgetDecoded() {
+  run.decoded = null;
+  $("decoded").textContent = "";
+  for (const option of [...$("example").options]) if (option.value === "decoded") option.remove();
+}
+
 const receivers = {
   ready: () => {
     if (run.phase === "loading") setPhase("idle");
@@ -230,6 +303,8 @@ const receivers = {
     run.losses = [];
     run.scores = [];
     run.attention = null;
+    run.opened = null;
+    forgetDecoded();
     // The address then names this run (without autostart), to bookmark or to share.
     try {
       history.replaceState(null, "", `#${m.options}`);
@@ -262,8 +337,30 @@ const receivers = {
     run.status = m.status;
     setPhase("finished");
   },
+  decoded: (m) => {
+    run.decoded = {source: m.source, output: m.output, step: m.step, maps: m.maps};
+    showDecoded();
+    answered(m.id, m);
+  },
+  checkpoint: (m) => answered(m.id, m.bytes),
+  opened: (m) => {
+    run.settings = m.settings;
+    run.status = m.status;
+    run.losses = [];
+    run.scores = [];
+    run.attention = null;
+    run.opened = m.name;
+    forgetDecoded();
+    buildPickers(m.settings.layers, m.settings.heads);
+    setPhase("opened");
+    answered(m.id, m.settings);
+  },
   error: (m) => {
     showError(m.message);
+    if (m.id !== undefined) {  // a request failed; the run is as it was
+      answered(m.id, null, new Error(m.message));
+      return;
+    }
     if (run.phase === "running") setPhase("paused");
     if (run.phase === "loading") setPhase("idle");
     pendingStart?.reject(new Error(m.message));
@@ -346,14 +443,21 @@ function drawSoon() {
 
 function drawControls() {
   const phase = run.phase;
-  const hasRun = phase === "running" || phase === "paused" || phase === "finished";
   $("pause").textContent = phase === "paused" ? "Resume" : "Pause";
   $("pause").disabled = phase !== "running" && phase !== "paused";
   $("step").disabled = phase !== "running" && phase !== "paused";
   $("state").textContent = {loading: "loading the engine", idle: "no run", running: "training",
-                            paused: "paused", finished: "finished"}[phase];
+                            paused: "paused", finished: "finished", opened: "checkpoint"}[phase];
   $("state").className = `state ${phase}`;
-  $("model").hidden = !hasRun || !run.settings;
+  $("model").hidden = !hasModel() || !run.settings;
+  $("save").disabled = $("decode").disabled = !hasModel();
+  $("open").disabled = phase === "loading";
+  $("source").placeholder = exampleSource();
+  $("decode-hint").textContent = !hasModel() ? "Start a run or open a checkpoint, then decode a source of your own."
+      : run.settings?.reads === "text"
+      ? "A sentence, as transformer translate reads a line. Its attention is the example “yours” above."
+      : "Token ids separated by spaces, as transformer decode reads a line: end with 2, the end " +
+        "token, as the task's sources do. Its attention is the example “yours” above.";
 }
 
 function group(n) {  // 234176 -> "234 176", as the lessons print counts
@@ -362,6 +466,11 @@ function group(n) {  // 234176 -> "234 176", as the lessons print counts
 
 function drawStatus() {
   const s = run.status;
+  if (s?.state === "opened") {
+    $("status").textContent = `${run.opened}: decode a source below · one thread, WebAssembly SIMD`;
+    drawModel(run.settings);
+    return;
+  }
   if (!s || s.state === "none") {
     $("status").textContent = run.phase === "loading" ? "Loading the engine…"
         : "No run yet: choose the settings, then Start. One thread, WebAssembly SIMD.";
@@ -374,14 +483,16 @@ function drawStatus() {
   else parts.push(`BLEU ${s.score.toFixed(1)} at step ${s.scored_at}`);
   parts.push(`${s.steps_per_s.toFixed(1)} steps/s`, "one thread, WebAssembly SIMD");
   $("status").textContent = parts.join(" · ");
-  const m = run.settings;
-  if (m) {
-    $("model").textContent = [m.task, `${m.layers} + ${m.layers} layers`, `d-model ${m.d_model}`,
-      `${m.heads} heads`, `d-ff ${m.d_ff}`, `dropout ${m.dropout}`,
-      m.norm_first ? "pre-norm" : "post-norm",
-      m.learned_positions ? "learned positions" : "sinusoidal positions",
-      `${group(m.parameters)} parameters`, `vocabulary ${m.vocab_size}`].join(" · ");
-  }
+  drawModel(run.settings);
+}
+
+function drawModel(m) {
+  if (!m) return;
+  $("model").textContent = [m.task, `${m.layers} + ${m.layers} layers`, `d-model ${m.d_model}`,
+    `${m.heads} heads`, `d-ff ${m.d_ff}`, `dropout ${m.dropout}`,
+    m.norm_first ? "pre-norm" : "post-norm",
+    m.learned_positions ? "learned positions" : "sinusoidal positions",
+    `${group(m.parameters)} parameters`, `vocabulary ${m.vocab_size}`].join(" · ");
 }
 
 // ---- The loss curve -----------------------------------------------------------------------
@@ -539,13 +650,16 @@ function drawAttention() {
   const svg = $("matrix");
   const kind = KINDS[$("kind").value];
   $("attention-hint").replaceChildren(`${kind.text} · `, lessonLink("07_encoder_decoder/README.md"));
-  const a = run.attention;
+  const yours = $("example").value === "decoded";
+  const a = yours ? run.decoded : run.attention;
   if (!a || !a.maps[$("kind").value]?.length) {
     svg.replaceChildren();
     svg.setAttribute("width", 0);
     svg.setAttribute("height", 0);
     $("attention-caption").textContent = run.phase === "loading" || run.phase === "idle"
-        ? "Start a run to see its attention." : "Waiting for the first map…";
+        ? "Start a run to see its attention."
+        : run.phase === "opened" ? "Decode a source below to see the checkpoint's attention."
+        : "Waiting for the first map…";
     return;
   }
   const maps = a.maps;
@@ -553,8 +667,10 @@ function drawAttention() {
   const head = Math.min(Number($("head").value), maps.encoder[0].length - 1);
   const rows = maps[kind.rows], columns = maps[kind.columns];
   const values = maps[$("kind").value][layer][head];  // [rows x columns], row by row
-  $("attention-caption").textContent =
-      `example ${a.example + 1}, at step ${a.step} · source: ${maps.source_tokens.join(" ")}`;
+  $("attention-caption").textContent = yours
+      ? `yours, ${run.opened ? "by the checkpoint" : `at step ${a.step}`} · source: ` +
+        `${maps.source_tokens.join(" ")} · output: ${a.output}`
+      : `example ${a.example + 1}, at step ${a.step} · source: ${maps.source_tokens.join(" ")}`;
 
   const font = "11px system-ui, sans-serif";
   const rowLabel = Math.max(...rows.map((t) => textWidth(t, font))) + 8;
@@ -589,7 +705,10 @@ function drawAttention() {
 }
 
 function askForAttention() {
-  if (run.phase !== "loading" && run.phase !== "idle") send({type: "example", index: Number($("example").value)});
+  const example = $("example").value;
+  if (example !== "decoded" && !["loading", "idle", "opened"].includes(run.phase))
+    send({type: "example", index: Number(example)});
+  drawSoon();
 }
 
 // ---- Wiring -------------------------------------------------------------------------------
@@ -601,6 +720,16 @@ function wire() {
   $("reset").addEventListener("click", () => startRun(undefined, false).catch(() => {}));
   $("defaults").addEventListener("click", () => setKnobs({task: $("knob-task").value}));
   $("message-close").addEventListener("click", hideError);
+  $("save").addEventListener("click", () => saveCheckpoint().catch(() => {}));
+  $("open").addEventListener("change", async () => {
+    const file = $("open").files[0];
+    $("open").value = "";  // the same file chosen again is a change too
+    if (file) openCheckpoint(await file.arrayBuffer(), file.name).catch(() => {});
+  });
+  $("decode-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    decode($("source").value, $("search").value).catch(() => {});
+  });
   for (const id of ["layer", "head"]) {
     $(id).addEventListener("change", () => {
       picked[id] = Number($(id).value);
@@ -630,6 +759,15 @@ window.gradformer = {
   status,
   // The last attention maps the worker sent: {example, step, maps} (web/engine.cpp), or null.
   attention: () => run.attention,
+  // The model's output for a source, as transformer decode or translate reads a line ("" for
+  // the example source), greedy (beam 1) or with a beam: a promise of {output, step, maps}.
+  decode: (source, beam = 1) => decode(source, beam),
+  // The model as it is now, as a safetensors checkpoint (also downloaded): a promise of a
+  // Uint8Array.
+  checkpoint: saveCheckpoint,
+  // Opens a checkpoint (an ArrayBuffer or typed array) to decode with, ending the run: a promise
+  // of its settings; a file that is not a checkpoint rejects with the engine's message.
+  open: (bytes, name = "checkpoint.safetensors") => openCheckpoint(bytes, name),
 };
 
 if (presetOk && new URLSearchParams(fragment).has("autostart")) startRun(undefined, true).catch(() => {});

@@ -9,6 +9,12 @@
 //   {type: "resume"}                 "resumed", and trains on (nothing if the run is over)
 //   {type: "step"}                   "paused", then one step and what follows it
 //   {type: "example", index}         "attention" of that example
+//   {type: "decode", id, source, beam}  "decoded" {id, output, step, maps}: the model's output
+//                                    for a typed source and its attention (gf_decode)
+//   {type: "save", id}               "checkpoint" {id, bytes}: the model as a safetensors file
+//   {type: "open", id, name, bytes}  "opened" {id, name, settings, status}: a checkpoint to
+//                                    decode with, which ends the run
+// A failure of one of the last three is "error" {id, message}.
 // While it trains it sends "progress" {status, losses: {from, losses}} after every slice,
 // "score" {status} every SCORE_EVERY steps, "attention" {example, step, maps} every
 // ATTENTION_EVERY_MS, and "finished" {status} at the end. Also "ready" once the engine is
@@ -106,6 +112,10 @@ function start(options, run) {
   queueSlice();
 }
 
+// The checkpoint files in the engine's file system (memory only): gf_save writes SAVED, and an
+// opened file is written to OPENED for gf_open to read, then removed.
+const OPENED = "/opened.safetensors";
+
 const handlers = {
   start: (message) => start(message.options, message.run),
   pause: () => {
@@ -125,18 +135,39 @@ const handlers = {
   },
   example: (message) => {
     example = message.index;
-    if (call("gf_status", [], []).state !== "none") sendAttention();
+    const state = call("gf_status", [], []).state;
+    if (state !== "none" && state !== "opened") sendAttention();
+  },
+  decode: (message) => {
+    const decoded = call("gf_decode", ["string", "number"], [message.source, message.beam]);
+    postMessage({type: "decoded", id: message.id, source: message.source, ...decoded});
+  },
+  save: (message) => {
+    const bytes = engine.FS.readFile(call("gf_save", [], []).path);
+    postMessage({type: "checkpoint", id: message.id, bytes}, [bytes.buffer]);
+  },
+  open: (message) => {
+    engine.FS.writeFile(OPENED, new Uint8Array(message.bytes));
+    try {
+      // A file that is not a checkpoint fails here, and the run, if any, goes on.
+      const opened = call("gf_open", ["string", "string"], [OPENED, message.name]);
+      running = false;
+      postMessage({type: "opened", id: message.id, name: message.name, ...opened});
+    } finally {
+      engine.FS.unlink(OPENED);
+    }
   },
 };
 
-// Any failure stops the run and goes to the page, which shows it.
-function guarded(action) {
+// Any failure goes to the page, which shows it. A failed request (an id: decode, save, open)
+// leaves the run as it was; any other failure stops it.
+function guarded(action, id) {
   try {
     action();
   } catch (e) {
-    running = false;
+    if (id === undefined) running = false;
     const message = e instanceof EngineError ? e.message : `the engine failed: ${e}`;
-    postMessage({type: "error", message});
+    postMessage({type: "error", id, message});
   }
 }
 
@@ -152,5 +183,5 @@ const ready = createGradformer().then((module) => {
 });
 
 onmessage = (event) => {
-  ready.then((ok) => ok && guarded(() => handlers[event.data.type](event.data)));
+  ready.then((ok) => ok && guarded(() => handlers[event.data.type](event.data), event.data.id));
 };
