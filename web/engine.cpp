@@ -3,7 +3,8 @@
 // text, valid until the next call; a failure is {"error": "..."} carrying the library's own
 // message, and leaves the run as it was.
 //
-//   gf_start("task=copy&heads=1")  a new run of these settings (training/run_options.h)
+//   gf_start("task=copy&heads=1", pairs)  a new run of these settings (training/run_options.h);
+//                                  with task=translate, on pairs: SOURCE<TAB>TARGET lines
 //   gf_step(steps, milliseconds)   train until either is used up, or the run ends
 //   gf_status()                    where the run stands
 //   gf_losses(from)                the losses and rates of the steps from `from` on
@@ -24,6 +25,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -142,9 +144,20 @@ Json maps_json(const gf::viz::AttentionMaps& maps) {
 
 extern "C" {
 
-EMSCRIPTEN_KEEPALIVE const char* gf_start(const char* options) {
+// The file a learner's pasted pairs are written to, in the module's file system; its name is
+// what the library's messages call it ("pasted pairs:3: expected SOURCE<TAB>TARGET, ...").
+constexpr const char* kPastedPairs = "pasted pairs";
+
+EMSCRIPTEN_KEEPALIVE const char* gf_start(const char* options, const char* pairs) {
   try {
     gf::training::RunConfig config = gf::training::run_config_from_options(options);
+    if (config.task == gf::training::Task::Translate) {
+      if (std::string_view(pairs).empty())
+        throw std::invalid_argument(
+            "task translate trains on pairs of your own: paste them, one SOURCE<TAB>TARGET a line");
+      std::ofstream(kPastedPairs, std::ios::binary) << pairs;
+      config.data = kPastedPairs;
+    }
     config.save = "/run/model.safetensors";  // in the page's memory
     config.snapshots = 0;                    // the page asks for attention itself
     auto run = std::make_unique<Run>(config);

@@ -21,6 +21,7 @@ from its file with the fragment #task=copy&autostart, and the checks are:
     decode there as `transformer decode` and `translate` decode them; a file that is not a
     checkpoint is refused with a message naming it, and the model stays as it was;
   - an engine error (a start with 3 heads for d-model 64) shows in the page's message box;
+  - pasted pairs (task translate) train, and a malformed pair is refused naming its line;
   - every preset a lesson links to (lessons/*/README*.md: playground.html#...) starts a run with
     each of its settings, and the engine accepts them;
   - no JavaScript exception or console error, in the page or the worker, and no request but
@@ -348,6 +349,30 @@ def check_checkpoints(browser, transformer, folder):
     report(f"a file that is not a checkpoint is refused: {refused['error']!r}; the open one stays")
 
 
+PASTED = ("the cat sees the dog\tel gato ve al perro\n"
+          "the dog sees the cat\tel perro ve al gato\n"
+          "a cat sleeps on the bed\tun gato duerme en la cama\n"
+          "a dog eats on the floor\tun perro come en el suelo\n")
+
+
+def check_pasted_pairs(browser):
+    failed = browser.evaluate("""window.gradformer.start({task: "translate", pairs: "one\\tuno\\ntwo dos\\n"})
+        .then(() => null, (e) => e.message)""")
+    check(failed and "pasted pairs:2" in failed and "tab" in failed,
+          f"a pasted pair without a tab was not refused by its line: {failed!r}")
+    shown = browser.evaluate("document.getElementById('message-text').textContent")
+    check(shown == failed, f"the message box shows {shown!r}, not {failed!r}")
+    report(f"a malformed pasted pair is refused: {failed!r}")
+    started = browser.evaluate(f"""window.gradformer.start({{task: "translate", steps: 200, pairs: {json.dumps(PASTED)}}})
+        .then((settings) => settings.reads, (e) => "error: " + e.message)""")
+    check(started == "text", f"pasted pairs did not start a run of text: {started}")
+    trained = wait_for(browser, "a BLEU on the pasted pairs",
+                       lambda s: s["bleu"] is not None and s["step"] >= 50, 60)
+    browser.evaluate("window.gradformer.pause()")
+    report(f"{PASTED.count(chr(10))} pasted pairs train: BLEU {trained['bleu']:.1f} on them at step "
+           f"{trained['scored_at']}")
+
+
 def lesson_presets():
     """{fragment: [pages that link to it]} for every link of a lesson to the playground."""
     presets = {}
@@ -420,6 +445,7 @@ def run_checks(browser, page, args):
         with tempfile.TemporaryDirectory(prefix="playground-") as folder:
             check_checkpoints(browser, args.transformer, pathlib.Path(folder))
     check_error_box(browser)
+    check_pasted_pairs(browser)
     check_presets(browser)
     check_clean(browser)
     print(f"PASS {page} ({page.stat().st_size} bytes; {TARGET_EXACT:.0%} exact after {elapsed:.1f} s)")

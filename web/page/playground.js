@@ -18,6 +18,8 @@ const TASKS = {
   reverse: {text: "write the source letters backwards", lesson: "06_positions/README.md"},
   "toy-translation": {text: "translate a toy language; scored by BLEU",
                       lesson: "09_translation/README.md"},
+  translate: {text: "your own pairs, pasted below; scored by BLEU on them",
+              lesson: "09_translation/README.md"},
 };
 
 // Each knob is a `transformer train` flag without its dashes (training/run_options.h), shown
@@ -105,7 +107,9 @@ function buildKnobs() {
 function showTask() {
   const task = TASKS[$("knob-task").value];
   $("task-hint").replaceChildren(hintText(task.text), lessonLink(task.lesson));
-  $("knob-batch").disabled = $("knob-task").value === "toy-translation";
+  const text = $("knob-task").value === "toy-translation" || $("knob-task").value === "translate";
+  $("knob-batch").disabled = text;  // text tasks batch by tokens (batch-tokens)
+  $("pairs-box").hidden = $("knob-task").value !== "translate";
 }
 
 // Settings the fragment or start() gave that have no knob ("length=8"): passed on as they are,
@@ -126,6 +130,8 @@ function setKnobs(config) {
     const knob = KNOBS.find((k) => k.key === key);
     if (key === "autostart") {
       continue;
+    } else if (key === "pairs") {  // task translate's pairs, for scripts: {task: "translate", pairs}
+      $("pairs").value = text;
     } else if (key === "task") {
       if (Object.hasOwn(TASKS, text)) {
         $("knob-task").value = text;
@@ -215,7 +221,8 @@ function startRun(config, running) {
   hideError();
   if (config !== undefined && !setKnobs(config)) return Promise.reject(new Error(run.error));
   const options = optionsFromKnobs();
-  send({type: "start", options, run: running});
+  const pairs = $("knob-task").value === "translate" ? $("pairs").value : "";
+  send({type: "start", options, pairs, run: running});
   return new Promise((resolve, reject) => {
     pendingStart?.reject(new Error("another run was started"));
     pendingStart = {resolve, reject};
@@ -725,6 +732,15 @@ function wire() {
     const file = $("open").files[0];
     $("open").value = "";  // the same file chosen again is a change too
     if (file) openCheckpoint(await file.arrayBuffer(), file.name).catch(() => {});
+  });
+  // In the pairs' box Tab types a tab, the pairs' separator; Escape, then Tab, moves on.
+  let leaving = false;
+  $("pairs").addEventListener("keydown", (event) => {
+    if (event.key === "Tab" && !event.shiftKey && !leaving) {
+      event.preventDefault();
+      $("pairs").setRangeText("\t", $("pairs").selectionStart, $("pairs").selectionEnd, "end");
+    }
+    leaving = event.key === "Escape";
   });
   $("decode-form").addEventListener("submit", (event) => {
     event.preventDefault();

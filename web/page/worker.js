@@ -3,7 +3,7 @@
 // defines createGradformer, in the Blob the page starts the worker from.
 //
 // The page sends:                  the worker answers:
-//   {type: "start", options, run}    "started" {options, running, settings, status} and the
+//   {type: "start", options, pairs, run}  "started" {options, running, settings, status} and the
 //                                    untrained model's "attention"; then, if run, it trains
 //   {type: "pause"}                  "paused"
 //   {type: "resume"}                 "resumed", and trains on (nothing if the run is over)
@@ -100,9 +100,9 @@ function slice() {
   queueSlice();
 }
 
-function start(options, run) {
+function start(options, pairs, run) {
   running = false;
-  const started = call("gf_start", ["string"], [options]);
+  const started = call("gf_start", ["string", "string"], [options, pairs ?? ""]);
   lossesSent = 0;
   scoredAt = -1;
   postMessage({type: "started", options, running: run, settings: started.settings,
@@ -117,7 +117,7 @@ function start(options, run) {
 const OPENED = "/opened.safetensors";
 
 const handlers = {
-  start: (message) => start(message.options, message.run),
+  start: (message) => start(message.options, message.pairs, message.run),
   pause: () => {
     running = false;
     postMessage({type: "paused"});

@@ -55,7 +55,7 @@ async function wasmRun() {
     if (answer.error) throw new Error(`${name}: ${answer.error}`);
     return answer;
   };
-  call("gf_start", ["string"], [`task=copy&steps=${steps}`]);
+  call("gf_start", ["string", "string"], [`task=copy&steps=${steps}`, ""]);
   while (call("gf_step", ["number", "number"], [100, 1e9]).state !== "finished");
   return { losses: call("gf_losses", ["number"], [0]).losses, exact: call("gf_score", [], []).score };
 }
