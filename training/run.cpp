@@ -493,9 +493,14 @@ WeightsChoice Run::choose_weights_and_save() {
 std::pair<std::string, std::string> Run::write_curves() const {
   const std::string loss_png = beside(settings_.save, ".loss.png"),
                     lr_png = beside(settings_.save, ".lr.png");
+  // Each step's loss, light, under its moving average (training/run_page.h), as on the page.
+  const double span = smoothing_span(losses_.size());
   viz::write_png(
       viz::line_plot(
-          {{.name = "training loss", .ys = losses_}},
+          {{.name = "each step", .ys = losses_, .colour = viz::Rgb{166, 189, 219}},
+           {.name = fmt::format("moving average, ~{:.0f} steps", span),
+            .ys = moving_average(losses_, span),
+            .colour = viz::Rgb{8, 69, 148}}},
           {.title = "loss (label-smoothed cross-entropy)", .y_label = "loss", .log_y = true}),
       loss_png);
   viz::write_png(viz::line_plot({{.name = "learning rate", .ys = rates_}},
@@ -516,14 +521,17 @@ PageHistory Run::page_history() const {
   return history;
 }
 
-std::string Run::write_page() {
-  const PageHistory history = page_history();
+viz::RunPage Run::page() {
   viz::RunPage page =
       run_page(trained_run_header(settings_.save, kept_settings_, std::ssize(losses_)), model(),
-               losses_, rates_, history);
+               losses_, rates_, page_history());
   checks_->fill_page(page, model(), names_);
+  return page;
+}
+
+std::string Run::write_page() {
   const std::string path = beside(settings_.save, ".html");
-  viz::write_run_page(page, path);
+  viz::write_run_page(page(), path);
   return path;
 }
 

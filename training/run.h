@@ -122,7 +122,10 @@ class Run {
   const RunChecks& checks() const { return *checks_; }
   // The loss and learning-rate curves as NAME.loss.png and NAME.lr.png; returns their paths.
   std::pair<std::string, std::string> write_curves() const;
-  // The run's page NAME.html (viz/run_page.h); returns its path.
+  // The run's page as it stands at this step (viz/run_page.h): its curves, samples decoded now,
+  // the attention of the first page pairs and the snapshots so far.
+  viz::RunPage page();
+  // The run's page NAME.html; returns its path.
   std::string write_page();
 
   // The seconds of the steps alone, and what they trained on.

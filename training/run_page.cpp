@@ -216,6 +216,23 @@ viz::Facts model_facts(const Transformer& model) {
           {"max_len", fmt::format("{}", c.max_len)}};
 }
 
+std::vector<float> moving_average(std::span<const float> values, double span) {
+  const double past = 1.0 - 1.0 / std::max(span, 1.0);
+  std::vector<float> smoothed;
+  smoothed.reserve(values.size());
+  double average = 0.0, weight = 0.0;
+  for (const float value : values) {
+    average = past * average + (1.0 - past) * value;
+    weight = past * weight + (1.0 - past);
+    smoothed.push_back(static_cast<float>(average / weight));
+  }
+  return smoothed;
+}
+
+double smoothing_span(size_t steps) {
+  return std::max(10.0, static_cast<double>(steps) / 50.0);
+}
+
 std::vector<viz::Curve> training_curves(std::span<const float> losses, std::span<const float> rates,
                                         const PageHistory& history) {
   auto by_step = [](std::span<const float> values) {
@@ -229,11 +246,15 @@ std::vector<viz::Curve> training_curves(std::span<const float> losses, std::span
   std::vector<viz::Curve> curves;
   if (!losses.empty()) {
     viz::CurveSeries loss = by_step(losses);
-    loss.name = "training loss";
+    loss.name = "each step";
+    loss.faint = true;
+    const double span = smoothing_span(losses.size());
+    viz::CurveSeries average = by_step(moving_average(losses, span));
+    average.name = fmt::format("moving average, ~{:.0f} steps", span);
     curves.push_back({.title = "loss (label-smoothed cross-entropy, §5.4)",
                       .y_label = "loss",
                       .log_y = true,
-                      .series = {loss}});
+                      .series = {loss, average}});
   }
   if (!rates.empty()) {
     viz::CurveSeries rate = by_step(rates);

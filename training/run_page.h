@@ -103,7 +103,16 @@ viz::RunPage run_page(const RunPageHeader& header, const Transformer& model,
                       std::span<const float> losses, std::span<const float> rates,
                       const PageHistory& history);
 
-// The loss (log axis), the learning rate and, when the history has one, the dev metric.
+// The loss smoothed for reading: an exponential moving average over about `span` values (the
+// weight on the past is 1 - 1/span), each divided by the weight the average has gathered, so
+// that the first values are not pulled towards zero.
+std::vector<float> moving_average(std::span<const float> values, double span);
+// The span a run's curves smooth its loss over: a 50th of its steps, at least 10. One step's
+// loss is as noisy as its batch, so over 10,000 steps it is a band; the average is a line.
+double smoothing_span(size_t steps);
+
+// The loss (log axis: each step's, faint, and its moving_average), the learning rate and, when
+// the history has one, the dev metric.
 std::vector<viz::Curve> training_curves(std::span<const float> losses, std::span<const float> rates,
                                         const PageHistory& history);
 

@@ -47,7 +47,8 @@ Json curve_json(const Curve& curve) {
     Json xs = Json::array(), ys = Json::array();
     for (const double x : one.xs) xs.push_back(number_json(x));
     for (const double y : one.ys) ys.push_back(number_json(y));
-    series.push_back({{"name", one.name}, {"x", std::move(xs)}, {"y", std::move(ys)}});
+    series.push_back(
+        {{"name", one.name}, {"x", std::move(xs)}, {"y", std::move(ys)}, {"faint", one.faint}});
   }
   return {{"title", curve.title},
           {"x_label", curve.x_label},

@@ -21,6 +21,9 @@ struct CurveSeries {
   std::string name{};
   std::vector<double> xs{};  // one per y (the step, say)
   std::vector<double> ys{};  // NaN or an infinity leaves a gap (written as null)
+  // Drawn thin and light, in the colour of the series after it: each step's loss under its
+  // moving average, a band of noise behind the line to read.
+  bool faint = false;
 };
 
 struct Curve {

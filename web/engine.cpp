@@ -10,6 +10,7 @@
 //   gf_losses(from)                the losses and rates of the steps from `from` on
 //   gf_score()                     exact copies (a generated task) or BLEU (text), scored now
 //   gf_attention(example)          every attention map of one of the run's example pairs
+//   gf_page()                      the run's page as it stands (viz/run_page.h), as HTML
 //   gf_decode(source, beam)        the model's output for a source, with its attention
 //   gf_save()                      the model as a checkpoint, in the module's file system
 //   gf_open(path, name)            a checkpoint from that file system (name: for messages)
@@ -158,8 +159,9 @@ EMSCRIPTEN_KEEPALIVE const char* gf_start(const char* options, const char* pairs
       std::ofstream(kPastedPairs, std::ios::binary) << pairs;
       config.data = kPastedPairs;
     }
-    config.save = "/run/model.safetensors";  // in the page's memory
-    config.snapshots = 0;                    // the page asks for attention itself
+    config.save = "playground.safetensors";  // in the page's memory; the run page's title
+    // The attention snapshots of the run's page are kept (transformer train's 25 by default):
+    // the playground shows attention through training from them.
     auto run = std::make_unique<Run>(config);
     Engine& e = engine();
     e = Engine{};  // the last run, or an opened checkpoint, ends here
@@ -229,6 +231,16 @@ EMSCRIPTEN_KEEPALIVE const char* gf_attention(int example) {
     const gf::data::Pair& pair = pairs[static_cast<size_t>(example)];
     const auto names = gf::training::token_names(run.tokenizer(), run.model().config);
     return answer(maps_json(gf::training::attention_maps(run.model(), pair.src, pair.tgt, names)));
+  } catch (const std::exception& ex) {
+    return error(ex);
+  }
+}
+
+EMSCRIPTEN_KEEPALIVE const char* gf_page() {
+  Engine& e = engine();
+  if (!e.run) return answer(Json{{"error", "no run: the run's page needs one (start a run)"}});
+  try {
+    return answer(Json{{"html", gf::viz::run_page_html(e.run->page())}});
   } catch (const std::exception& ex) {
     return error(ex);
   }

@@ -21,6 +21,9 @@ from its file with the fragment #task=copy&autostart, and the checks are:
     decode there as `transformer decode` and `translate` decode them; a file that is not a
     checkpoint is refused with a message naming it, and the model stays as it was;
   - an engine error (a start with 3 heads for d-model 64) shows in the page's message box;
+  - the run's page (gf_page) is the native run page's: its data has the loss (each step's and
+    its average), rate and score curves, samples, attention and snapshots, it shows in the
+    playground's frame, and tests/browser/check_run_page.py passes it;
   - pasted pairs (task translate) train, and a malformed pair is refused naming its line;
   - every preset a lesson links to (lessons/*/README*.md: playground.html#...) starts a run with
     each of its settings, and the engine accepts them;
@@ -355,6 +358,34 @@ PASTED = ("the cat sees the dog\tel gato ve al perro\n"
           "a dog eats on the floor\tun perro come en el suelo\n")
 
 
+def check_run_page_view(browser, folder):
+    html = browser.evaluate("window.gradformer.page()")
+    opening = '<script type="application/json" id="run-data">'
+    check(html and opening in html, "the run's page has no run data")
+    start = html.index(opening) + len(opening)
+    data = json.loads(html[start:html.index("</script>", start)])
+    curves = {c["title"].split(" (")[0]: c for c in data["curves"]}
+    check(set(curves) >= {"loss", "learning rate"} and len(data["curves"]) == 3,
+          f"the run page's curves are {list(curves)}")
+    loss = curves["loss"]["series"]
+    check(len(loss) == 2 and loss[0]["faint"] and not loss[1]["faint"] and len(loss[0]["y"]) == len(loss[1]["y"]) > 0,
+          f"the loss curve's series: {[(s['name'], s['faint'], len(s['y'])) for s in loss]}")
+    check(len(data["snapshots"]) >= 2 and data["samples"] and len(data["attention"]) == 3,
+          f"the run page has {len(data['snapshots'])} snapshots, {len(data['samples'])} samples and "
+          f"{len(data['attention'])} attention examples")
+    shown = browser.evaluate("""(() => { const f = document.getElementById("run-page");
+        return !f.hidden && f.getBoundingClientRect().height > 100 && (f.srcdoc || "").length; })()""")
+    check(shown == len(html), f"the playground's frame does not show the run's page ({shown!r})")
+    page = folder / "run-page.html"
+    page.write_text(html, encoding="utf-8")
+    checked = subprocess.run([sys.executable, str(pathlib.Path(__file__).with_name("check_run_page.py")), str(page)],
+                             capture_output=True, text=True, timeout=300)
+    check(checked.returncode == 0, f"check_run_page.py fails the playground's run page:\n{checked.stdout}{checked.stderr}")
+    report(f"the run's page at step {data['snapshots'][-1]['step']}: {len(data['curves'])} curves, "
+           f"{len(data['snapshots'])} snapshots, {len(data['samples'])} samples; shown in the frame, and "
+           "check_run_page.py passes it")
+
+
 def check_pasted_pairs(browser):
     failed = browser.evaluate("""window.gradformer.start({task: "translate", pairs: "one\\tuno\\ntwo dos\\n"})
         .then(() => null, (e) => e.message)""")
@@ -441,8 +472,9 @@ def run_checks(browser, page, args):
         browser.screenshot(args.screenshot, args.full_page)
         report(f"screenshot written to {args.screenshot}")
     check_malformed_source(browser)
-    if args.transformer:
-        with tempfile.TemporaryDirectory(prefix="playground-") as folder:
+    with tempfile.TemporaryDirectory(prefix="playground-") as folder:
+        check_run_page_view(browser, pathlib.Path(folder))
+        if args.transformer:
             check_checkpoints(browser, args.transformer, pathlib.Path(folder))
     check_error_box(browser)
     check_pasted_pairs(browser)

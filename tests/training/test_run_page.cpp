@@ -1,6 +1,7 @@
 // What a run's page is made of: the attention maps of one pair (their shapes, rows that sum to
 // one, the decoder's causal mask, the labels, and the model left as it was), the snapshot
 // steps, the page history kept in the training state, the recorder, the curves and the samples.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <numeric>
@@ -164,12 +165,37 @@ TEST_CASE("training_curves: the loss on a log axis, the rate, the metric", "[tra
   const std::vector<viz::Curve> curves = training_curves(losses, rates, h);
   REQUIRE(curves.size() == 3);
   CHECK(curves[0].log_y);
+  REQUIRE(curves[0].series.size() == 2);
+  CHECK(curves[0].series[0].faint);
   CHECK(curves[0].series[0].xs == std::vector<double>{1, 2, 3});
   CHECK(curves[0].series[0].ys == std::vector<double>{2.0, 1.0, 0.5});
+  CHECK_FALSE(curves[0].series[1].faint);
+  CHECK(curves[0].series[1].name == "moving average, ~10 steps");
+  CHECK(curves[0].series[1].xs == std::vector<double>{1, 2, 3});
+  CHECK(curves[0].series[1].ys[0] == 2.0);  // the first value, not pulled towards 0
   CHECK_FALSE(curves[1].log_y);
   CHECK(curves[1].series[0].ys[2] == Approx(3e-4));
   CHECK(curves[2].y_label == "BLEU");
   CHECK(curves[2].series[0].ys == std::vector<double>{0.0, 12.5});
+}
+
+TEST_CASE("moving_average: the first value as it is, then an average weighted to the recent",
+          "[training][run_page]") {
+  const std::vector<float> constant(50, 3.0f);
+  for (const float v : moving_average(constant, 10)) CHECK(v == Approx(3.0f));
+  // A step from 1 to 0 at value 20: with span 2 the weight on the past is 1/2, so each value
+  // after the step halves what is left of the old level (up to the correction, which is
+  // 1 - 2^-20 by then).
+  std::vector<float> step(30, 0.0f);
+  std::fill(step.begin(), step.begin() + 20, 1.0f);
+  const std::vector<float> s = moving_average(step, 2);
+  CHECK(s[0] == 1.0f);
+  CHECK(s[19] == Approx(1.0f));
+  CHECK(s[20] == Approx(0.5f).epsilon(1e-5));
+  CHECK(s[21] == Approx(0.25f).epsilon(1e-5));
+  CHECK(moving_average(std::vector<float>{}, 10).empty());
+  CHECK(smoothing_span(100) == 10.0);
+  CHECK(smoothing_span(10000) == 200.0);
 }
 
 TEST_CASE("timing_facts divides by the steps and the seconds", "[training][run_page]") {

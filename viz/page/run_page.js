@@ -133,6 +133,20 @@ function headColour(head) {
 // Curves take the same colours as heads; the first three are blue, orange and green.
 const seriesColour = headColour;
 
+// The colour of each series of a curve: the palette's in turn, but a faint series (each step's
+// loss) takes the colour of the series drawn after it (their moving average).
+function seriesColours(curve) {
+  let next = 0;
+  const own = curve.series.map((s) => (s.faint ? null : seriesColour(next++)));
+  const colours = [];
+  let after = seriesColour(0);
+  for (let i = own.length - 1; i >= 0; --i) {
+    if (own[i]) after = own[i];
+    colours[i] = own[i] ?? after;
+  }
+  return colours;
+}
+
 // ---- Facts ----------------------------------------------------------------------------------
 
 function factsList(facts) {
@@ -313,10 +327,11 @@ function seriesPath(points, scales) {
 }
 
 function legend(curve) {
+  const colours = seriesColours(curve);
   const items = curve.series.map((series, i) => {
     const last = [...series.y].reverse().find((v) => v !== null);
-    return html("span", {},
-      html("span", { class: "swatch", style: `background:${seriesColour(i)}` }),
+    return html("span", { class: series.faint ? "faint" : "" },
+      html("span", { class: "swatch", style: `background:${colours[i]}` }),
       `${series.name} `, html("b", { text: formatNumber(last) }));
   });
   return html("div", { class: "legend" }, ...items);
@@ -361,12 +376,14 @@ function drawCurve(curve, box, width) {
   const scales = curveScales(curve, seriesPoints, width);
   const shownPoints = seriesPoints.map((points) => thinOut(points, scales));
   drawAxes(chart, curve, scales, width);
+  const colours = seriesColours(curve);
   shownPoints.forEach((points, s) => {
-    const colour = seriesColour(s);
-    chart.append(svg("path", { class: "series", "data-series": s, stroke: colour, d: seriesPath(points, scales) }));
+    const colour = colours[s];
+    const kind = curve.series[s].faint ? "series faint" : "series";
+    chart.append(svg("path", { class: kind, "data-series": s, stroke: colour, d: seriesPath(points, scales) }));
     // Sparse series (a dev metric measured now and then) get a dot at each point.
     const drawn = points.filter((p) => p !== null);
-    if (drawn.length <= 40) {
+    if (!curve.series[s].faint && drawn.length <= 40) {
       for (const p of drawn) {
         chart.append(svg("circle", { cx: scales.x(p.x), cy: scales.y(p.y), r: 2.5, fill: colour }));
       }

@@ -4,7 +4,7 @@
 // sends back, so a click is handled while a step is being computed.
 //
 // For scripts and tests: window.gradformer = {start(config), pause(), resume(), step(), status(),
-// attention(), decode(source, beam), checkpoint(), open(bytes, name)}.
+// attention(), decode(source, beam), checkpoint(), page(), open(bytes, name)}.
 // The URL fragment presets the knobs, and starts a run with "autostart":
 //   playground.html#task=reverse&heads=2&autostart
 "use strict";
@@ -279,6 +279,34 @@ async function saveCheckpoint() {
   return bytes;
 }
 
+// The run's page as it stands (the native run page: every curve, samples beside their
+// references, the attention explorer and the attention through training), shown in the frame
+// below the panels. Returns a promise of its HTML.
+async function showRunPage() {
+  const html = await request({type: "page"});
+  $("run-page").srcdoc = html;
+  $("run-page").hidden = false;
+  $("run-page-note").textContent = `The run's page at step ${run.status?.step ?? 0}: Update draws it again.`;
+  runPageHtml = html;
+  return html;
+}
+
+let runPageHtml = null;
+const RUN_PAGE_NOTE = "The run's page is drawn when the run ends; Update draws it at the step the run has reached.";
+
+function forgetRunPage() {
+  runPageHtml = null;
+  $("run-page").hidden = true;
+  $("run-page").removeAttribute("srcdoc");
+  $("run-page-note").textContent = RUN_PAGE_NOTE;
+}
+
+// The same page in a tab of its own, from a Blob URL (nothing leaves the page).
+function openRunPage() {
+  if (!runPageHtml) return;
+  window.open(URL.createObjectURL(new Blob([runPageHtml], {type: "text/html"})), "_blank");
+}
+
 // A checkpoint's bytes (an ArrayBuffer or a typed array) under its file name.
 function openCheckpoint(bytes, name) {
   const copy = bytes instanceof ArrayBuffer ? bytes.slice(0) : new Uint8Array(bytes).buffer.slice(0);
@@ -312,6 +340,7 @@ const receivers = {
     run.attention = null;
     run.opened = null;
     forgetDecoded();
+    forgetRunPage();
     // The address then names this run (without autostart), to bookmark or to share.
     try {
       history.replaceState(null, "", `#${m.options}`);
@@ -343,6 +372,7 @@ const receivers = {
   finished: (m) => {
     run.status = m.status;
     setPhase("finished");
+    showRunPage().catch(() => {});  // the whole run's page, once it has ended
   },
   decoded: (m) => {
     run.decoded = {source: m.source, output: m.output, step: m.step, maps: m.maps};
@@ -350,6 +380,7 @@ const receivers = {
     answered(m.id, m);
   },
   checkpoint: (m) => answered(m.id, m.bytes),
+  page: (m) => answered(m.id, m.html),
   opened: (m) => {
     run.settings = m.settings;
     run.status = m.status;
@@ -358,6 +389,7 @@ const receivers = {
     run.attention = null;
     run.opened = m.name;
     forgetDecoded();
+    forgetRunPage();
     buildPickers(m.settings.layers, m.settings.heads);
     setPhase("opened");
     answered(m.id, m.settings);
@@ -458,6 +490,8 @@ function drawControls() {
   $("state").className = `state ${phase}`;
   $("model").hidden = !hasModel() || !run.settings;
   $("save").disabled = $("decode").disabled = !hasModel();
+  $("update-page").disabled = !["running", "paused", "finished"].includes(phase);
+  $("open-page").disabled = runPageHtml === null;
   $("open").disabled = phase === "loading";
   $("source").placeholder = exampleSource();
   $("decode-hint").textContent = !hasModel() ? "Start a run or open a checkpoint, then decode a source of your own."
@@ -504,17 +538,22 @@ function drawModel(m) {
 
 // ---- The loss curve -----------------------------------------------------------------------
 
-const SMOOTHING = 0.9;  // the moving average's weight on the past: about 10 steps
+// The span of the loss's moving average: a 50th of the run, at least 10 steps, as on the run
+// page and in the PNG (training::smoothing_span).
+function smoothingSpan(steps) {
+  return Math.max(10, steps / 50);
+}
 
-// The exponential moving average, divided by (1 - SMOOTHING^n) so that its start is not pulled
-// towards zero.
-function smoothed(values) {
+// The exponential moving average over about `span` values, each divided by the weight gathered
+// so far so that its start is not pulled towards zero (training::moving_average).
+function smoothed(values, span) {
+  const past = 1 - 1 / span;
   const out = [];
   let average = 0;
   let weight = 0;
   for (const value of values) {
-    average = SMOOTHING * average + (1 - SMOOTHING) * value;
-    weight = SMOOTHING * weight + (1 - SMOOTHING);
+    average = past * average + (1 - past) * value;
+    weight = past * weight + (1 - past);
     out.push(average / weight);
   }
   return out;
@@ -588,7 +627,7 @@ function drawLoss() {
     const plotWidth = box.right - box.left;
     svgElement("path", {d: pathOf(thinned(losses, plotWidth).map(([i, v]) => [x(i + 1), y(v)])),
                         class: "series raw"}, svg);
-    svgElement("path", {d: pathOf(thinned(smoothed(losses), plotWidth).map(([i, v]) => [x(i + 1), y(v)])),
+    svgElement("path", {d: pathOf(thinned(smoothed(losses, smoothingSpan(steps)), plotWidth).map(([i, v]) => [x(i + 1), y(v)])),
                         class: "series smooth"}, svg);
   }
   if (run.scores.length) {
@@ -596,11 +635,11 @@ function drawLoss() {
     svgElement("path", {d: pathOf(points), class: "series score"}, svg);
     for (const [px, py] of points) svgElement("circle", {cx: px, cy: py, r: 2.5, class: "score-dot"}, svg);
   }
-  drawLegend(scoreName);
+  drawLegend(scoreName, smoothingSpan(steps));
 }
 
-function drawLegend(scoreName) {
-  const items = [["raw", "loss of each step"], ["smooth", "moving average, ~10 steps"],
+function drawLegend(scoreName, span) {
+  const items = [["raw", "loss of each step"], ["smooth", `moving average, ~${Math.round(span)} steps`],
                  ["score", `${scoreName}, every 50 steps`]];
   $("loss-legend").replaceChildren(...items.map(([kind, text]) => {
     const item = document.createElement("span");
@@ -728,6 +767,8 @@ function wire() {
   $("defaults").addEventListener("click", () => setKnobs({task: $("knob-task").value}));
   $("message-close").addEventListener("click", hideError);
   $("save").addEventListener("click", () => saveCheckpoint().catch(() => {}));
+  $("update-page").addEventListener("click", () => showRunPage().catch(() => {}));
+  $("open-page").addEventListener("click", openRunPage);
   $("open").addEventListener("change", async () => {
     const file = $("open").files[0];
     $("open").value = "";  // the same file chosen again is a change too
@@ -781,6 +822,8 @@ window.gradformer = {
   // The model as it is now, as a safetensors checkpoint (also downloaded): a promise of a
   // Uint8Array.
   checkpoint: saveCheckpoint,
+  // The run's page as it stands, also shown in the page's frame: a promise of its HTML.
+  page: showRunPage,
   // Opens a checkpoint (an ArrayBuffer or typed array) to decode with, ending the run: a promise
   // of its settings; a file that is not a checkpoint rejects with the engine's message.
   open: (bytes, name = "checkpoint.safetensors") => openCheckpoint(bytes, name),

@@ -11,10 +11,11 @@
 //   {type: "example", index}         "attention" of that example
 //   {type: "decode", id, source, beam}  "decoded" {id, output, step, maps}: the model's output
 //                                    for a typed source and its attention (gf_decode)
+//   {type: "page", id}               "page" {id, html}: the run's page as it stands
 //   {type: "save", id}               "checkpoint" {id, bytes}: the model as a safetensors file
 //   {type: "open", id, name, bytes}  "opened" {id, name, settings, status}: a checkpoint to
 //                                    decode with, which ends the run
-// A failure of one of the last three is "error" {id, message}.
+// A failure of one of the last four is "error" {id, message}.
 // While it trains it sends "progress" {status, losses: {from, losses}} after every slice,
 // "score" {status} every SCORE_EVERY steps, "attention" {example, step, maps} every
 // ATTENTION_EVERY_MS, and "finished" {status} at the end. Also "ready" once the engine is
@@ -141,6 +142,9 @@ const handlers = {
   decode: (message) => {
     const decoded = call("gf_decode", ["string", "number"], [message.source, message.beam]);
     postMessage({type: "decoded", id: message.id, source: message.source, ...decoded});
+  },
+  page: (message) => {
+    postMessage({type: "page", id: message.id, html: call("gf_page", [], []).html});
   },
   save: (message) => {
     const bytes = engine.FS.readFile(call("gf_save", [], []).path);
