@@ -4,7 +4,8 @@
 // console, where the browser test looks.
 "use strict";
 
-const RUN = JSON.parse(document.getElementById("run-data").textContent);
+// `let`: a page inside the playground gets its run's data again as it trains (refresh, below).
+let RUN = JSON.parse(document.getElementById("run-data").textContent);
 
 // The SVG namespace, taken from an <svg> the HTML parser made, so that the page holds no
 // address at all.
@@ -158,6 +159,9 @@ function factsList(facts) {
 }
 
 function drawFacts() {
+  for (const id of ["configuration", "data", "timings"]) {  // all but the card's heading
+    for (const child of [...document.getElementById(id).children]) if (child.tagName !== "H2") child.remove();
+  }
   const cards = [
     ["configuration", RUN.configuration, "No configuration recorded."],
     ["data", RUN.data, "No data facts recorded."],
@@ -452,6 +456,7 @@ function drawSamples() {
         formatScore(sample.score))));
   });
   table.append(body);
+  document.getElementById("samples").querySelector("table.samples")?.remove();
   document.getElementById("samples").append(table);
 }
 
@@ -472,8 +477,8 @@ const KINDS = [
 
 // The examples and snapshots that have attention to show: a model's page may list a sentence
 // whose maps are all empty (nothing to draw), which the menus then leave out.
-const EXAMPLES = RUN.attention.filter((maps) => kindsIn(maps).length > 0);
-const SNAPSHOTS = RUN.snapshots.filter((maps) => kindsIn(maps).length > 0);
+let EXAMPLES = RUN.attention.filter((maps) => kindsIn(maps).length > 0);
+let SNAPSHOTS = RUN.snapshots.filter((maps) => kindsIn(maps).length > 0);
 
 function kindOf(key) {
   return KINDS.find((kind) => kind.key === key);
@@ -985,15 +990,19 @@ function detokenize(tokens) {
   return tokens.join("").replaceAll("▁", " ").trim();
 }
 
+function explainSnapshots() {
+  document.getElementById("snapshot-explain").textContent =
+    `One sentence ("${detokenize(SNAPSHOTS[0].source_tokens)}"), as the model attended to it at ` +
+    `${SNAPSHOTS.length} points of training. The kind, layer and head are those chosen above.`;
+}
+
 function setUpSnapshots() {
   if (SNAPSHOTS.length === 0) {
     markEmpty("training-attention", "No attention snapshots were taken during this run.");
     return;
   }
   const first = SNAPSHOTS[0];
-  document.getElementById("snapshot-explain").textContent =
-    `One sentence ("${detokenize(first.source_tokens)}"), as the model attended to it at ` +
-    `${SNAPSHOTS.length} points of training. The kind, layer and head are those chosen above.`;
+  explainSnapshots();
   const slider = document.getElementById("snapshot-slider");
   slider.max = String(SNAPSHOTS.length - 1);
   slider.addEventListener("input", () => select({ snapshot: Number(slider.value) }));
@@ -1010,6 +1019,37 @@ function setUpSnapshots() {
   }
   drawSnapshot();
 }
+
+// ---- Live updates ---------------------------------------------------------------------------
+//
+// Inside gradformer's playground (web/page/) this page shows the run being trained there, and the
+// playground sends it the run's data again as training goes on: a message
+// {type: "gradformer-run-data", data}. The page redraws with it and keeps the learner's choices
+// (sentence, kind, layer, head, the snapshot, or the newest one if that was shown) and its
+// scroll position. A page opened from its file gets no such message.
+function refresh(data) {
+  const newest = state.snapshot === SNAPSHOTS.length - 1;
+  RUN = data;
+  EXAMPLES = RUN.attention.filter((maps) => kindsIn(maps).length > 0);
+  SNAPSHOTS = RUN.snapshots.filter((maps) => kindsIn(maps).length > 0);
+  drawHeader();
+  drawFacts();
+  drawCurves();
+  drawSamples();
+  if (EXAMPLES.length > 0) drawExplorer(true);
+  if (SNAPSHOTS.length > 0) {
+    const slider = document.getElementById("snapshot-slider");
+    slider.max = String(SNAPSHOTS.length - 1);
+    state.snapshot = newest ? SNAPSHOTS.length - 1 : Math.min(state.snapshot, SNAPSHOTS.length - 1);
+    explainSnapshots();
+    drawSnapshot();
+  }
+  window.runPageRefreshedAt = RUN.snapshots.length;  // for the playground's browser test
+}
+
+window.addEventListener("message", (event) => {
+  if (event.source === window.parent && event.data?.type === "gradformer-run-data") refresh(event.data.data);
+});
 
 // ---- Start ----------------------------------------------------------------------------------
 

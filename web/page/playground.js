@@ -281,21 +281,47 @@ async function saveCheckpoint() {
 
 // The run's page as it stands (the native run page: every curve, samples beside their
 // references, the attention explorer and the attention through training), shown in the frame
-// below the panels. Returns a promise of its HTML.
+// below the panels. The first time the frame loads the page; after that it gets the page's
+// data by a message and redraws in place (viz/page/run_page.js, "Live updates"), so that the
+// learner's choices in it and its scroll position stay. Returns a promise of its HTML.
 async function showRunPage() {
   const html = await request({type: "page"});
-  $("run-page").srcdoc = html;
-  $("run-page").hidden = false;
-  $("run-page-note").textContent = `The run's page at step ${run.status?.step ?? 0}: Update draws it again.`;
+  const frame = $("run-page");
+  if (runPageHtml !== null && frame.dataset.loaded === "true") {
+    frame.contentWindow.postMessage({type: "gradformer-run-data", data: runPageData(html)}, "*");
+  } else {
+    frame.dataset.loaded = "false";
+    frame.srcdoc = html;
+    frame.hidden = false;
+  }
   runPageHtml = html;
+  $("run-page-note").textContent = `The run's page at step ${run.status?.step ?? 0}.`;
   return html;
 }
 
+// The JSON a run page inlines (docs/run-page.md).
+function runPageData(html) {
+  const open = '<script type="application/json" id="run-data">';
+  const start = html.indexOf(open) + open.length;
+  const close = "<" + "/script>";  // split: whole, it would end this page's own script element
+  return JSON.parse(html.slice(start, html.indexOf(close, start)));
+}
+
 let runPageHtml = null;
-const RUN_PAGE_NOTE = "The run's page is drawn when the run ends; Update draws it at the step the run has reached.";
+let runPageAsked = false;  // a page is on its way from the worker
+
+// While it trains, the run's page is drawn again at each score (every 50 steps), unless the
+// learner has unticked "live".
+function refreshRunPage() {
+  if (runPageAsked || !$("live-page").checked || run.phase !== "running") return;
+  runPageAsked = true;
+  showRunPage().catch(() => {}).finally(() => { runPageAsked = false; });
+}
+const RUN_PAGE_NOTE = "The run's page is drawn at each score while the run trains (live), and when it ends.";
 
 function forgetRunPage() {
   runPageHtml = null;
+  $("run-page").dataset.loaded = "false";
   $("run-page").hidden = true;
   $("run-page").removeAttribute("srcdoc");
   $("run-page-note").textContent = RUN_PAGE_NOTE;
@@ -358,6 +384,7 @@ const receivers = {
     run.losses.push(...m.losses.losses);
   },
   score: (m) => {
+    refreshRunPage();
     run.status = m.status;
     const last = run.scores[run.scores.length - 1];
     if (!last || last[0] !== m.status.scored_at) run.scores.push([m.status.scored_at, m.status.score]);
@@ -768,6 +795,7 @@ function wire() {
   $("message-close").addEventListener("click", hideError);
   $("save").addEventListener("click", () => saveCheckpoint().catch(() => {}));
   $("update-page").addEventListener("click", () => showRunPage().catch(() => {}));
+  $("run-page").addEventListener("load", () => { $("run-page").dataset.loaded = "true"; });
   $("open-page").addEventListener("click", openRunPage);
   $("open").addEventListener("change", async () => {
     const file = $("open").files[0];
