@@ -111,9 +111,8 @@ std::vector<int32_t> read_source(const Transformer& model, const data::Tokenizer
     if (!ids.sequences.empty()) src = ids.sequences.front();
     if (std::ssize(src) > model.config.max_len)
       throw std::invalid_argument(
-          fmt::format("the source has {} tokens, more than the model's "
-                      "max_len {}",
-                      src.size(), model.config.max_len));
+          fmt::format("the source has {} tokens, more than the model's max_len {}", src.size(),
+                      model.config.max_len));
   }
   if (src.empty()) throw std::invalid_argument("the source is empty: give a sentence to decode");
   return src;

@@ -354,26 +354,32 @@ function forgetDecoded() {
   for (const option of [...$("example").options]) if (option.value === "decoded") option.remove();
 }
 
+// A new model in the page, a run's or an opened checkpoint's (name): what the last one showed
+// goes.
+function showModel(settings, status, name) {
+  run.settings = settings;
+  run.status = status;
+  run.losses = [];
+  run.scores = [];
+  run.attention = null;
+  run.opened = name;
+  forgetDecoded();
+  forgetRunPage();
+  buildPickers(settings.layers, settings.heads);
+}
+
 const receivers = {
   ready: () => {
     if (run.phase === "loading") setPhase("idle");
   },
   started: (m) => {
-    run.settings = m.settings;
-    run.status = m.status;
-    run.losses = [];
-    run.scores = [];
-    run.attention = null;
-    run.opened = null;
-    forgetDecoded();
-    forgetRunPage();
+    showModel(m.settings, m.status, null);
     // The address then names this run (without autostart), to bookmark or to share.
     try {
       history.replaceState(null, "", `#${m.options}`);
     } catch {
       // A browser that refuses it for a file: URL keeps the old fragment; nothing else changes.
     }
-    buildPickers(m.settings.layers, m.settings.heads);
     setPhase(m.running ? "running" : "paused");
     pendingStart?.resolve(m.settings);
     pendingStart = null;
@@ -409,15 +415,7 @@ const receivers = {
   checkpoint: (m) => answered(m.id, m.bytes),
   page: (m) => answered(m.id, m.html),
   opened: (m) => {
-    run.settings = m.settings;
-    run.status = m.status;
-    run.losses = [];
-    run.scores = [];
-    run.attention = null;
-    run.opened = m.name;
-    forgetDecoded();
-    forgetRunPage();
-    buildPickers(m.settings.layers, m.settings.heads);
+    showModel(m.settings, m.status, m.name);
     setPhase("opened");
     answered(m.id, m.settings);
   },
