@@ -61,6 +61,14 @@ struct EvalOptions {
 };
 int run_eval(const EvalOptions& options);
 
+struct SampleOptions {
+  std::string ckpt, prompt;
+  int64_t length = 200, top_k = 0, count = 1;
+  float temperature = 1.0f, top_p = 1.0f;
+  uint64_t seed = 1;
+};
+int run_sample(const SampleOptions& options);
+
 struct GenerateOptions {
   std::string task = "toy-translation";
   std::string split = "random";  // random | compositional | length

@@ -1,5 +1,5 @@
-// transformer: train the paper's model on a toy task or on sentence pairs, then score, decode,
-// translate, evaluate and look inside it.
+// transformer: train the paper's model on a toy task or on sentence pairs (or its decoder alone
+// on a text), then score, decode, translate, evaluate, sample and look inside it.
 //
 //   transformer train --task copy --steps 600 --save out/copy.safetensors
 //   echo "5 6 7 8 2" | transformer decode --ckpt out/copy.safetensors
@@ -11,6 +11,10 @@
 //       --save out/toy.safetensors
 //   echo "the cat sees a dog ." | transformer translate --ckpt out/toy.safetensors
 //   transformer eval --ckpt out/toy.safetensors --data out/toy/test.tsv --beam 4
+//
+//   transformer train --task lm --data out/fortunes/train.txt --dev out/fortunes/dev.txt
+//       --save out/lm.safetensors
+//   transformer sample --ckpt out/lm.safetensors --prompt "The " --temperature 0.8
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -159,6 +163,31 @@ void add_generate(CLI::App& app, GenerateOptions& o) {
   g.add_option("--out", o.out, "Directory to write the files into")->capture_default_str();
 }
 
+void add_sample(CLI::App& app, SampleOptions& o, int& threads) {
+  CLI::App& s = *app.add_subcommand(
+      "sample", "Continue a prompt with text sampled from a model trained with --task lm");
+  s.add_option("--ckpt", o.ckpt, "Checkpoint of a decoder-only model (holds its tokenizer)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  s.add_option("--prompt", o.prompt, "The text to continue (default: none)");
+  s.add_option("--length", o.length, "Tokens to sample after the prompt")->capture_default_str();
+  s.add_option("--temperature", o.temperature,
+               "Divide the logits by this: below 1 sharper, above 1 flatter")
+      ->capture_default_str();
+  s.add_option("--top-k", o.top_k, "Sample among the k most probable tokens only (0: all)")
+      ->capture_default_str();
+  s.add_option("--top-p", o.top_p,
+               "Sample among the fewest most probable tokens whose probabilities reach p (1: all)")
+      ->capture_default_str();
+  s.add_option("--count", o.count, "Samples to draw, separated by an empty line")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  s.add_option("--seed", o.seed, "Random seed: the same seed gives the same text")
+      ->check(kSeed)
+      ->capture_default_str();
+  add_threads(s, threads);
+}
+
 // What the command line can set: the options of every command.
 struct Options {
   gf::training::RunConfig train;
@@ -168,6 +197,7 @@ struct Options {
   ReportOptions report;
   TranslateOptions translate;
   EvalOptions eval;
+  SampleOptions sample;
   GenerateOptions generate;
   int threads = 0;                 // --threads of every command but train
   std::vector<std::string> fonts;  // --font of train and attention
@@ -180,7 +210,8 @@ int report_parse_error(CLI::App& app, const CLI::ParseError& e) {
   if (app.get_subcommands().empty() && !stray.empty() && !stray.front().starts_with('-')) {
     fmt::print(stderr,
                "transformer: error: unknown command \"{}\" (expected train, score, decode, "
-               "attention, report, translate, eval or generate; see transformer --help)\n",
+               "attention, report, translate, eval, sample or generate; see transformer "
+               "--help)\n",
                stray.front());
     return e.get_exit_code();
   }
@@ -200,6 +231,7 @@ int dispatch(CLI::App& app, Options& o) {
     if (app.got_subcommand("generate")) return run_generate(o.generate);
     if (app.got_subcommand("translate")) return run_translate(o.translate);
     if (app.got_subcommand("eval")) return run_eval(o.eval);
+    if (app.got_subcommand("sample")) return run_sample(o.sample);
   } catch (const std::exception& e) {
     fmt::print(stderr, "transformer: error: {}\n", e.what());
     return 1;
@@ -222,6 +254,7 @@ int main(int argc, char** argv) {
   add_fonts(*app.get_subcommand("attention"), o.fonts);
   add_translate(app, o.translate, o.threads);
   add_eval(app, o.eval, o.threads);
+  add_sample(app, o.sample, o.threads);
   add_generate(app, o.generate);
   try {
     app.parse(argc, argv);

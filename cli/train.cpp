@@ -25,14 +25,18 @@ using training::RunConfig;
 
 void add_data_flags(CLI::App& t, RunConfig& c) {
   add_kind(t, "--task", c.task, training::task_named,
-           {"copy", "reverse", "translate", "toy-translation"},
-           "copy or reverse (generated ids), translate (sentence pairs from --data) or "
-           "toy-translation (the generated toy language)")
+           {"copy", "reverse", "translate", "toy-translation", "lm"},
+           "copy or reverse (generated ids), translate (sentence pairs from --data), "
+           "toy-translation (the generated toy language) or lm (a decoder-only language model "
+           "of the text in --data)")
       ->default_str("copy");
   t.add_option("--data", c.data,
-               "translate: training pairs, lines SOURCE<TAB>TARGET (UTF-8; more columns ignored)")
+               "translate: training pairs, lines SOURCE<TAB>TARGET (UTF-8; more columns ignored); "
+               "lm: the training text (UTF-8)")
       ->check(CLI::ExistingFile);
-  t.add_option("--dev", c.dev, "translate: held-out pairs for BLEU during and after training")
+  t.add_option("--dev", c.dev,
+               "translate: held-out pairs for BLEU during and after training; lm: held-out text "
+               "for the perplexity")
       ->check(CLI::ExistingFile);
   add_kind(t, "--split", c.split, training::toy_split_named, {"random", "compositional", "length"},
            "toy-translation: random, compositional or length")
@@ -55,14 +59,17 @@ void add_data_flags(CLI::App& t, RunConfig& c) {
 }
 
 void add_model_flags(CLI::App& t, RunConfig& c) {
-  add_setting(t, "--layers", c.layers, "Encoder and decoder layers, N (default 2)");
+  add_setting(t, "--layers", c.layers,
+              "Encoder and decoder layers, N (default 2); lm: decoder layers (default 4)");
   add_setting(t, "--d-model", c.d_model, "Model width d_model")->default_str("64");
   add_setting(t, "--d-ff", c.d_ff, "Feed-forward width d_ff")->default_str("256");
   add_setting(t, "--heads", c.heads, "Attention heads h (must divide d_model)")->default_str("4");
   add_setting(t, "--vocab-size", c.vocab_size,
               "Vocabulary size, ids 0-3 special (default: 11 for copy and reverse; for text, the "
               "tokenizer's size, at most 8000)");
-  add_setting(t, "--max-len", c.max_len, "Longest sequence the model accepts")->default_str("128");
+  add_setting(t, "--max-len", c.max_len,
+              "Longest sequence the model accepts; lm: the context, tokens per window")
+      ->default_str("128");
   t.add_flag_function(
        "--tied{true},--no-tied{false}", [&c](int64_t count) { c.tied = count > 0; },
        "One matrix for both embeddings and the output projection (§3.4; the default)")
@@ -99,7 +106,8 @@ void add_optimisation_flags(CLI::App& t, RunConfig& c) {
       ->default_str("200");
   add_setting(t, "--clip", c.clip, "Clip the gradient norm to this (0: no clipping)")
       ->default_str("0");
-  add_setting(t, "--batch", c.batch, "Sequences per step")->default_str("64");
+  add_setting(t, "--batch", c.batch, "Sequences per step (lm: windows, default 32)")
+      ->default_str("64");
   add_setting(t, "--steps", c.steps,
               "Training steps (with --resume: the total to reach, counting the saved ones)")
       ->default_str("600");
@@ -113,8 +121,9 @@ void add_optimisation_flags(CLI::App& t, RunConfig& c) {
 
 void add_run_flags(CLI::App& t, RunConfig& c, const CLI::Validator& seed, const char* threads) {
   add_setting(t, "--eval-every", c.eval_every,
-              "Check the model every N steps: exact copies, or BLEU on the dev set, keeping the "
-              "best weights (0: at the end; translate with --dev: a tenth of the run)")
+              "Check the model every N steps: exact copies, BLEU on the dev set, or lm's "
+              "perplexity, keeping the best weights (0: at the end; translate with --dev and lm: "
+              "a tenth of the run)")
       ->default_str("0");
   t.add_option("--eval-count", c.eval_count,
                "Sequences decoded for the checks during training (fresh ones for generated "
@@ -153,18 +162,29 @@ void describe(const training::Run& run) {
   const training::RunStart& s = run.start();
   if (!s.recipe_line.empty()) fmt::print(stderr, "{}\n", s.recipe_line);
   if (!s.model_origin.empty()) fmt::print(stderr, "{}\n", s.model_origin);
-  const training::TextPairs& text = run.text();
-  if (const data::Tokenizer* tokenizer = run.tokenizer())
-    fmt::print(stderr, "data: {} training pairs{}, {} tokenizer of {} tokens{}\n",
-               text.train.pairs.size(),
-               text.dev.pairs.empty() ? "" : fmt::format(", {} dev pairs", text.dev.pairs.size()),
-               tokenizer->kind(), tokenizer->size(), s.tokenizer_origin);
+  const training::RunText& text = run.text();
+  const auto bytes = [](const data::TextFile& file) {
+    return fmt::format("{} ({:.1f} MB)", file.name, static_cast<double>(file.text.size()) / 1e6);
+  };
+  if (const data::Tokenizer* tokenizer = run.tokenizer()) {
+    const std::string data =
+        run.settings().task == training::Task::LanguageModel
+            ? fmt::format("training text {}{}", bytes(text.train_text),
+                          text.dev_text.text.empty() ? "" : ", dev text " + bytes(text.dev_text))
+            : fmt::format("{} training pairs{}", text.train.pairs.size(),
+                          text.dev.pairs.empty()
+                              ? ""
+                              : fmt::format(", {} dev pairs", text.dev.pairs.size()));
+    fmt::print(stderr, "data: {}, {} tokenizer of {} tokens{}\n", data, tokenizer->kind(),
+               tokenizer->size(), s.tokenizer_origin);
+  }
   const Transformer& model = run.model();
   const TransformerConfig& c = model.config;
-  fmt::print(stderr,
-             "model: {} parameters (d_model {}, d_ff {}, heads {}, layers {}+{}, vocab {}{})\n",
-             model.parameter_count(), c.d_model, c.d_ff, c.heads, c.encoder_layers,
-             c.decoder_layers, c.vocab_size, c.tied ? ", tied" : "");
+  fmt::print(stderr, "model: {} parameters (d_model {}, d_ff {}, heads {}, {}, vocab {}{})\n",
+             model.parameter_count(), c.d_model, c.d_ff, c.heads,
+             c.decoder_only() ? fmt::format("{} layers, decoder-only", c.decoder_layers)
+                              : fmt::format("layers {}+{}", c.encoder_layers, c.decoder_layers),
+             c.vocab_size, c.tied ? ", tied" : "");
   if (s.timing)
     fmt::print(stderr,
                "--minutes {}: {:.3f} s a step ({} steps timed), so {} steps, {} of them warm-up; "
@@ -195,7 +215,9 @@ void finish(training::Run& run, Progress& progress) {
                               run.losses().back(),
                               static_cast<double>(run.target_tokens()) / seconds,
                               static_cast<double>(run.sequences()) / seconds,
-                              run.tokenizer() ? "sentence pairs" : "sequences"));
+                              run.settings().task == training::Task::LanguageModel
+                                  ? "windows"
+                                  : (run.tokenizer() ? "sentence pairs" : "sequences")));
   const training::WeightsChoice chosen = run.choose_weights_and_save();
   if (!chosen.scores.empty()) fmt::print("{}\n", chosen.scores);
   if (!chosen.weights.empty()) fmt::print("the checkpoint holds {}\n", chosen.name);
@@ -212,7 +234,8 @@ void finish(training::Run& run, Progress& progress) {
 
 void add_train_command(CLI::App& app, RunConfig& config, const CLI::Validator& seed,
                        const char* threads_help) {
-  CLI::App& t = *app.add_subcommand("train", "Train on a generated task or a file of id pairs");
+  CLI::App& t = *app.add_subcommand(
+      "train", "Train on a generated task, a file of id pairs, sentence pairs or a text");
   add_data_flags(t, config);
   add_model_flags(t, config);
   add_optimisation_flags(t, config);

@@ -47,9 +47,15 @@ IndexTensor pad_sequences(std::span<const std::vector<int32_t>> sequences, int32
 Batch make_batch(std::span<const Pair> pairs, int32_t pad) {
   if (pairs.empty()) throw ShapeError("make_batch: the batch is empty (0 pairs)");
   size_t src_len = 0, tgt_len = 0;
+  // A decoder-only model's examples have no source (pair.h): a batch is all of them or none.
+  const bool decoder_only = pairs.front().src.empty();
   for (size_t i = 0; i < pairs.size(); ++i) {
     const Pair& p = pairs[i];
-    if (p.src.empty()) throw ShapeError(fmt::format("make_batch: pair {} has an empty source", i));
+    if (p.src.empty() != decoder_only)
+      throw ShapeError(
+          fmt::format("make_batch: pair {} has {} source, but pair 0 has {} (a batch is for an "
+                      "encoder-decoder or a decoder-only model, not both)",
+                      i, p.src.empty() ? "an empty" : "a", decoder_only ? "none" : "one"));
     // Teacher forcing needs a non-empty decoder input tgt[:-1] and target tgt[1:].
     if (p.tgt.size() < 2)
       throw ShapeError(fmt::format(

@@ -29,9 +29,11 @@ struct Batch {
 IndexTensor pad_sequences(std::span<const std::vector<int32_t>> sequences, int32_t pad = kPad);
 
 // Pads the pairs into one batch (see Batch). With T = longest tgt - 1, tgt_in[b] is
-// tgt[0 .. T-1] and tgt_out[b] is tgt[1 .. T], both padded.
-// Throws ShapeError for an empty batch, an empty source or a target of fewer than 2 tokens,
-// and std::invalid_argument when a sequence already contains pad.
+// tgt[0 .. T-1] and tgt_out[b] is tgt[1 .. T], both padded. Pairs without a source (a
+// decoder-only model's, pair.h) give src [B, 0].
+// Throws ShapeError for an empty batch, a batch of pairs with and without a source, or a
+// target of fewer than 2 tokens, and std::invalid_argument when a sequence already contains
+// pad.
 Batch make_batch(std::span<const Pair> pairs, int32_t pad = kPad);
 
 // Consecutive slices of batch_size pairs, in order; the last holds the remainder and may be

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "data/parallel_corpus.h"
+#include "data/text_windows.h"
 
 namespace gf::data {
 
@@ -37,6 +38,20 @@ BatchSource BatchSource::by_length(std::vector<Pair> pairs, int64_t max_tokens, 
   return source;
 }
 
+BatchSource BatchSource::windows(std::vector<int32_t> stream, int64_t context, int64_t batch,
+                                 int32_t bos, Rng rng) {
+  if (context < 1) throw std::invalid_argument(fmt::format("BatchSource: context {} < 1", context));
+  if (std::ssize(stream) <= context)
+    throw std::invalid_argument(fmt::format(
+        "the text has {} tokens, too few for one window of {} (a shorter --context, or more text)",
+        stream.size(), context));
+  BatchSource source(Kind::Windows, rng, batch);
+  source.stream_ = std::move(stream);
+  source.context_ = context;
+  source.bos_ = bos;
+  return source;
+}
+
 Batch BatchSource::next() {
   switch (kind_) {
     case Kind::Generated:
@@ -54,6 +69,13 @@ Batch BatchSource::next() {
         next_ = 0;
       }
       return make_batch(epoch_[static_cast<size_t>(next_++)]);
+    case Kind::Windows: {
+      std::vector<Pair> windows;
+      const int64_t starts = std::ssize(stream_) - context_ + 1;
+      for (int64_t b = 0; b < size_; ++b)
+        windows.push_back(window_at(stream_, rng_.below(starts), context_, bos_));
+      return make_batch(windows);
+    }
   }
   throw std::logic_error("BatchSource: unknown kind");
 }
@@ -84,6 +106,7 @@ void BatchSource::restore(const BatchPosition& position) {
 
 int64_t BatchSource::longest() const {
   if (kind_ == Kind::Generated) return task_config_.max_len + 2;  // bos and eos
+  if (kind_ == Kind::Windows) return context_ + 1;                // bos and the window
   size_t longest = 0;
   for (const Pair& p : pairs_) longest = std::max({longest, p.src.size(), p.tgt.size()});
   return static_cast<int64_t>(longest);

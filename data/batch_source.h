@@ -1,6 +1,7 @@
 // Where a training run's batches come from, one per step: freshly generated pairs of a toy
-// task, the batches of a fixed list of pairs cycled in order, or epochs of batches of similar
-// length (§5.1: "sentence pairs were batched together by approximate sequence length").
+// task, the batches of a fixed list of pairs cycled in order, epochs of batches of similar
+// length (§5.1: "sentence pairs were batched together by approximate sequence length"), or
+// windows at random places in a text's token stream (a language model's, data/text_windows.h).
 //
 // A source can say where it stands and go back there, which is how a resumed run draws the
 // same batches as one that never stopped. An epoch is not stored: it is drawn again from the
@@ -35,6 +36,11 @@ class BatchSource {
   static BatchSource cycled(std::vector<Pair> pairs, int64_t batch, Rng rng);
   // Epochs of batches_by_length(pairs, max_tokens, rng), each drawn when the last runs out.
   static BatchSource by_length(std::vector<Pair> pairs, int64_t max_tokens, Rng rng);
+  // `batch` windows of `context` tokens of stream per step (window_at), each at a start drawn
+  // uniformly from rng among those where a whole window fits. Throws std::invalid_argument for
+  // a stream of no more than context tokens.
+  static BatchSource windows(std::vector<int32_t> stream, int64_t context, int64_t batch,
+                             int32_t bos, Rng rng);
 
   Batch next();
 
@@ -45,11 +51,12 @@ class BatchSource {
 
   bool is_generated() const { return kind_ == Kind::Generated; }
   const TaskConfig& task_config() const { return task_config_; }
-  std::span<const Pair> pairs() const { return pairs_; }  // none when generated
+  std::span<const Pair> pairs() const { return pairs_; }       // none when generated or windows
+  std::span<const int32_t> stream() const { return stream_; }  // windows: the tokens
   int64_t longest() const;  // the longest source or target the source can give, in tokens
 
  private:
-  enum class Kind { Generated, Cycled, ByLength };
+  enum class Kind { Generated, Cycled, ByLength, Windows };
   BatchSource(Kind kind, Rng rng, int64_t size);
 
   Kind kind_;
@@ -59,6 +66,9 @@ class BatchSource {
   Task task_ = Task::Copy;
   TaskConfig task_config_;
   std::vector<Pair> pairs_;
+  std::vector<int32_t> stream_;  // windows
+  int64_t context_ = 0;          // windows
+  int32_t bos_ = 0;              // windows
   std::vector<std::vector<Pair>> epoch_;
   int64_t next_ = 0;
 };

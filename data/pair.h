@@ -7,6 +7,9 @@
 
 namespace gf::data {
 
+// A decoder-only model (models/transformer.h) reads no source: its examples have an empty src
+// and a tgt of bos then text (data/text_windows.h).
+//
 // src: what the encoder reads, e.g. content + [eos].
 // tgt: the FULL target as the model sees it, [bos] + content + [eos]. Teacher forcing feeds
 //      tgt[:-1] to the decoder and asks it to predict tgt[1:], so position i learns to

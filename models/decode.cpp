@@ -16,6 +16,11 @@ namespace gf {
 namespace {
 
 void check_source(const char* op, const Transformer& model, const IndexTensor& src) {
+  if (model.config.decoder_only())
+    throw std::invalid_argument(fmt::format(
+        "{}: the model is decoder-only (a language model): it continues text (transformer "
+        "sample, models/sample.h) and has no source to translate",
+        op));
   if (src.shape().rank() != 2 || src.shape()[0] == 0 || src.shape()[1] == 0)
     throw ShapeError(
         fmt::format("{}: source ids must be a non-empty [B, S], got {}", op, src.shape()));

@@ -25,8 +25,8 @@ void TransformerConfig::validate() const {
   require(d_ff > 0, fmt::format("d_ff must be positive, got {}", d_ff));
   require(heads > 0 && d_model % heads == 0,
           fmt::format("heads ({}) must be positive and divide d_model ({})", heads, d_model));
-  require(encoder_layers > 0,
-          fmt::format("encoder_layers must be positive, got {}", encoder_layers));
+  require(encoder_layers >= 0,
+          fmt::format("encoder_layers must be 0 (decoder-only) or more, got {}", encoder_layers));
   require(decoder_layers > 0,
           fmt::format("decoder_layers must be positive, got {}", decoder_layers));
   // The positional table holds max_len x d_model floats, built whole.
@@ -56,8 +56,10 @@ std::map<std::string, std::string> TransformerConfig::to_metadata() const {
       {"pad_id", std::to_string(pad_id)},
       {"bos_id", std::to_string(bos_id)},
       {"eos_id", std::to_string(eos_id)}};
-  // Written only when learned, so that a sinusoidal model's file is what it always was.
+  // Written only when learned, so that a sinusoidal model's file is what it always was; the
+  // same for the kind.
   if (learned_positions) m["positions"] = "learned";
+  if (decoder_only()) m["kind"] = "decoder-only";
   return m;
 }
 
@@ -70,6 +72,22 @@ static bool learned_positions_of(const std::map<std::string, std::string>& m,
   throw FormatError(
       fmt::format("checkpoint: {}: metadata \"positions\" is \"{}\", not sinusoidal or learned",
                   source, it->second));
+}
+
+// "kind": absent (every file before decoder-only models) or "encoder-decoder", or
+// "decoder-only", which must agree with encoder_layers.
+static void check_kind(const std::map<std::string, std::string>& m, int64_t encoder_layers,
+                       const std::string& source) {
+  const auto it = m.find("kind");
+  const std::string kind = it == m.end() ? "encoder-decoder" : it->second;
+  if (kind != "encoder-decoder" && kind != "decoder-only")
+    throw FormatError(fmt::format(
+        "checkpoint: {}: metadata \"kind\" is \"{}\", not encoder-decoder or decoder-only", source,
+        kind));
+  if ((kind == "decoder-only") != (encoder_layers == 0))
+    throw FormatError(
+        fmt::format("checkpoint: {}: metadata \"kind\" is \"{}\", but \"encoder_layers\" is {}",
+                    source, kind, encoder_layers));
 }
 
 TransformerConfig TransformerConfig::from_metadata(const std::map<std::string, std::string>& m,
@@ -93,6 +111,7 @@ TransformerConfig TransformerConfig::from_metadata(const std::map<std::string, s
   c.norm_first = nn::metadata_bool(m, "norm_first", source);
   c.tied = nn::metadata_bool(m, "tied", source);
   c.learned_positions = learned_positions_of(m, source);
+  check_kind(m, c.encoder_layers, source);
   c.pad_id = id("pad_id");
   c.bos_id = id("bos_id");
   c.eos_id = id("eos_id");
@@ -112,13 +131,15 @@ static int64_t tensor_count(const TransformerConfig& c) {
   TransformerConfig narrow = c;
   narrow.vocab_size = std::max({c.pad_id, c.bos_id, c.eos_id}) + 1;
   narrow.d_model = narrow.d_ff = narrow.heads = narrow.max_len = 1;
-  narrow.encoder_layers = narrow.decoder_layers = 1;
+  narrow.encoder_layers = std::min<int64_t>(c.encoder_layers, 1);
+  narrow.decoder_layers = 1;
   Rng rng(1);
   const Transformer model(narrow, rng);
   const auto count = [](const nn::Module& m) {
     return static_cast<int64_t>(m.named_parameters().size());
   };
-  return count(model) + (c.encoder_layers - 1) * count(*model.encoder.layers[0]) +
+  const int64_t encoder_layer = c.encoder_layers > 0 ? count(*model.encoder.layers[0]) : 0;
+  return count(model) + (c.encoder_layers - narrow.encoder_layers) * encoder_layer +
          (c.decoder_layers - 1) * count(*model.decoder.layers[0]);
 }
 
@@ -159,12 +180,14 @@ TransformerConfig TransformerConfig::from_checkpoint(const nn::SafetensorsFile& 
   if (too_many_layers || tensors != tensor_count(c))
     throw FormatError(fmt::format(
         "checkpoint: {}: holds {} tensors, but its metadata describes a model of {} ({} + {} "
-        "layers{}{}{})",
+        "layers{}{}{}{})",
         source, tensors,
         too_many_layers ? fmt::format("more than {}", tensors) : std::to_string(tensor_count(c)),
-        c.encoder_layers, c.decoder_layers, c.tied ? ", tied" : "",
-        c.norm_first ? ", pre-norm" : "", c.learned_positions ? ", learned positions" : ""));
-  const std::string embedding = c.tied ? "embed.weight" : "src_embed.weight";
+        c.encoder_layers, c.decoder_layers, c.decoder_only() ? ", decoder-only" : "",
+        c.tied ? ", tied" : "", c.norm_first ? ", pre-norm" : "",
+        c.learned_positions ? ", learned positions" : ""));
+  const std::string embedding =
+      c.tied ? "embed.weight" : (c.decoder_only() ? "tgt_embed.weight" : "src_embed.weight");
   for (const auto& [name, tensor] : file.tensors)
     if (name == embedding && !(tensor.shape() == Shape{c.vocab_size, c.d_model}))
       throw FormatError(fmt::format(
@@ -206,19 +229,26 @@ Tensor EncoderLayer::forward(const Tensor& x, const Tensor& src_mask) {
   return norm2.forward(y + dropout.forward(ffn.forward(y)));
 }
 
+// The weights are drawn in the order of the sub-layers, cross-attention's between the two
+// others, so that an encoder-decoder's initial weights are what they were before decoder-only
+// models.
 DecoderLayer::DecoderLayer(const TransformerConfig& c, Rng& rng)
     : self_attn(attention_config(c), rng),
-      cross_attn(attention_config(c), rng),
+      cross_attn(c.decoder_only()
+                     ? nullptr
+                     : std::make_unique<nn::MultiHeadAttention>(attention_config(c), rng)),
       ffn(c.d_model, c.d_ff, rng),
       norm1(c.d_model, c.norm_eps),
-      norm2(c.d_model, c.norm_eps),
+      norm2(c.decoder_only() ? nullptr : std::make_unique<nn::LayerNorm>(c.d_model, c.norm_eps)),
       norm3(c.d_model, c.norm_eps),
       dropout(c.dropout, rng),
       norm_first(c.norm_first) {
   register_module("self_attn", self_attn);
   register_module("norm1", norm1);
-  register_module("cross_attn", cross_attn);
-  register_module("norm2", norm2);
+  if (cross_attn) {
+    register_module("cross_attn", *cross_attn);
+    register_module("norm2", *norm2);
+  }
   register_module("ffn", ffn);
   register_module("norm3", norm3);
   register_module("dropout", dropout);
@@ -232,16 +262,16 @@ Tensor DecoderLayer::forward(const Tensor& y, const Tensor& memory, const Tensor
                  : self_attn.forward(h, h, tgt_mask);
   };
   auto cross = [&](const Tensor& h) {
-    return cache ? cross_attn.cross_attend_cached(h, memory, src_mask, cache->cross_attn)
-                 : cross_attn.forward(h, memory, src_mask);
+    return cache ? cross_attn->cross_attend_cached(h, memory, src_mask, cache->cross_attn)
+                 : cross_attn->forward(h, memory, src_mask);
   };
   if (norm_first) {
     Tensor x = y + dropout.forward(self(norm1.forward(y)));
-    x = x + dropout.forward(cross(norm2.forward(x)));
+    if (cross_attn) x = x + dropout.forward(cross(norm2->forward(x)));
     return x + dropout.forward(ffn.forward(norm3.forward(x)));
   }
   Tensor x = norm1.forward(y + dropout.forward(self(y)));
-  x = norm2.forward(x + dropout.forward(cross(x)));
+  if (cross_attn) x = norm2->forward(x + dropout.forward(cross(x)));
   return norm3.forward(x + dropout.forward(ffn.forward(x)));
 }
 
@@ -252,7 +282,7 @@ Encoder::Encoder(const TransformerConfig& c, Rng& rng) {
     layers.push_back(std::make_unique<EncoderLayer>(c, rng));
     register_module(fmt::format("layers.{}", i), *layers.back());
   }
-  if (c.norm_first) {
+  if (c.norm_first && !layers.empty()) {
     norm = std::make_unique<nn::LayerNorm>(c.d_model, c.norm_eps);
     register_module("norm", *norm);
   }
@@ -292,7 +322,9 @@ static const TransformerConfig& validated(const TransformerConfig& c) {
 Transformer::Transformer(const TransformerConfig& c, Rng& rng)
     : config(validated(c)),
       embed(c.tied ? std::make_unique<nn::Embedding>(c.vocab_size, c.d_model, rng) : nullptr),
-      src_embed(c.tied ? nullptr : std::make_unique<nn::Embedding>(c.vocab_size, c.d_model, rng)),
+      src_embed(c.tied || c.decoder_only()
+                    ? nullptr
+                    : std::make_unique<nn::Embedding>(c.vocab_size, c.d_model, rng)),
       tgt_embed(c.tied ? nullptr : std::make_unique<nn::Embedding>(c.vocab_size, c.d_model, rng)),
       encoder(c, rng),
       decoder(c, rng),
@@ -305,10 +337,10 @@ Transformer::Transformer(const TransformerConfig& c, Rng& rng)
   if (c.tied) {
     register_module("embed", *embed);
   } else {
-    register_module("src_embed", *src_embed);
+    if (src_embed) register_module("src_embed", *src_embed);
     register_module("tgt_embed", *tgt_embed);
   }
-  register_module("encoder", encoder);
+  if (!c.decoder_only()) register_module("encoder", encoder);
   register_module("decoder", decoder);
   if (!c.tied) register_module("generator", *generator);
   if (pos_embed) register_module("pos_embed", *pos_embed);
@@ -346,6 +378,8 @@ Tensor Transformer::learned_rows(int64_t offset, int64_t length) const {
 }
 
 Tensor Transformer::encode(const IndexTensor& src, const Tensor& src_mask) {
+  if (config.decoder_only())
+    throw std::logic_error("transformer: a decoder-only model has no encoder to encode with");
   return encoder.forward(embed_tokens(config.tied ? *embed : *src_embed, src, 0), src_mask);
 }
 
@@ -361,9 +395,25 @@ Tensor Transformer::generate(const Tensor& y) const {
 }
 
 Tensor Transformer::forward(const IndexTensor& src, const IndexTensor& tgt_in) {
+  if (config.decoder_only()) {
+    if (src.numel() > 0)
+      throw ShapeError(fmt::format(
+          "transformer: a decoder-only model reads no source, got source ids {}", src.shape()));
+    return forward(tgt_in);
+  }
   const Tensor src_mask = nn::padding_mask(src, config.pad_id);
   const Tensor memory = encode(src, src_mask);
   return generate(decode(tgt_in, memory, src_mask, nn::target_mask(tgt_in, config.pad_id)));
+}
+
+// The decoder's layers without memory: each position attends to itself and the positions
+// before it (the look-ahead mask, §3.2.3), and to no padding.
+Tensor Transformer::forward(const IndexTensor& tokens) {
+  if (!config.decoder_only())
+    throw std::logic_error(
+        "transformer: forward(tokens) is the decoder-only model's; an encoder-decoder reads a "
+        "source too");
+  return generate(decode(tokens, {}, {}, nn::target_mask(tokens, config.pad_id)));
 }
 
 std::vector<nn::MultiHeadAttention*> Transformer::attention_modules() {
@@ -371,7 +421,7 @@ std::vector<nn::MultiHeadAttention*> Transformer::attention_modules() {
   for (auto& layer : encoder.layers) modules.push_back(&layer->self_attn);
   for (auto& layer : decoder.layers) {
     modules.push_back(&layer->self_attn);
-    modules.push_back(&layer->cross_attn);
+    if (layer->cross_attn) modules.push_back(layer->cross_attn.get());
   }
   return modules;
 }
@@ -386,7 +436,8 @@ std::vector<Tensor> Transformer::attention(AttentionKind kind) const {
     for (const auto& layer : encoder.layers) maps.push_back(layer->self_attn.last_attention);
   for (const auto& layer : decoder.layers) {
     if (kind == AttentionKind::DecoderSelf) maps.push_back(layer->self_attn.last_attention);
-    if (kind == AttentionKind::Cross) maps.push_back(layer->cross_attn.last_attention);
+    if (kind == AttentionKind::Cross && layer->cross_attn)
+      maps.push_back(layer->cross_attn->last_attention);
   }
   return maps;
 }

@@ -18,6 +18,14 @@
 // Table 3, row (E), after Gehring et al. 2017. A checkpoint of such a model has the metadata
 // "positions": "learned" and the extra tensor (docs/checkpoint-format.md).
 //
+// encoder_layers = 0 leaves the decoder alone: a decoder-only model, the architecture of GPT
+// (Radford et al. 2018, "Improving Language Understanding by Generative Pre-Training"). With no
+// encoder there is nothing to cross-attend to, so each decoder layer keeps two of its three
+// sub-layers, masked self-attention and the feed-forward network (cross_attn and norm2 are
+// absent, and the checkpoint's names are otherwise the encoder-decoder's). It reads one sequence
+// and predicts each next token of it: forward(tokens). Its checkpoint says "kind":
+// "decoder-only" (docs/checkpoint-format.md). Lesson 13 trains one.
+//
 // norm_first = true moves each LayerNorm in front of its sub-layer (pre-norm, not in the
 // paper: it trains deep stacks more easily) and adds a final LayerNorm to each stack.
 //
@@ -46,7 +54,7 @@ struct TransformerConfig {
   int64_t d_model = 512;
   int64_t d_ff = 2048;
   int64_t heads = 8;
-  int64_t encoder_layers = 6;
+  int64_t encoder_layers = 6;  // 0: the decoder alone (above)
   int64_t decoder_layers = 6;
   int64_t max_len = 512;  // longest sequence the positional table covers
   float dropout = 0.1f;
@@ -63,6 +71,7 @@ struct TransformerConfig {
   bool scale_embeddings = true;
   int32_t pad_id = 0, bos_id = 1, eos_id = 2;
 
+  bool decoder_only() const { return encoder_layers == 0; }
   // Throws std::invalid_argument naming the first field that is out of range.
   void validate() const;
   // The checkpoint's __metadata__ (docs/checkpoint-format.md, "Metadata") and back.
@@ -96,14 +105,18 @@ struct DecoderLayerCache {
 class DecoderLayer : public nn::Module {
  public:
   DecoderLayer(const TransformerConfig& config, Rng& rng);
-  // y [B, T, D] attends to itself under tgt_mask and to memory [B, S, D] under src_mask.
+  // y [B, T, D] attends to itself under tgt_mask and to memory [B, S, D] under src_mask (a
+  // decoder-only model's layer has no cross-attention and takes no memory or src_mask).
   // With a cache, y holds only the new positions and earlier ones come from the cache.
   Tensor forward(const Tensor& y, const Tensor& memory, const Tensor& src_mask,
                  const Tensor& tgt_mask, DecoderLayerCache* cache = nullptr);
 
-  nn::MultiHeadAttention self_attn, cross_attn;
+  nn::MultiHeadAttention self_attn;
+  std::unique_ptr<nn::MultiHeadAttention> cross_attn;  // absent in a decoder-only model
   nn::PositionwiseFeedForward ffn;
-  nn::LayerNorm norm1, norm2, norm3;
+  nn::LayerNorm norm1;
+  std::unique_ptr<nn::LayerNorm> norm2;  // the cross-attention's; absent with it
+  nn::LayerNorm norm3;
   nn::Dropout dropout;
   bool norm_first;
 };
@@ -143,22 +156,28 @@ class Transformer : public nn::Module {
   // Decoder output [..., D] -> logits [..., V].
   Tensor generate(const Tensor& y) const;
   // Teacher forcing: logits [B, T, V] for every target position at once. The masks follow
-  // from the ids: padding in src and tgt_in, and the look-ahead mask in the decoder.
+  // from the ids: padding in src and tgt_in, and the look-ahead mask in the decoder. A
+  // decoder-only model takes an empty src (no elements) and reads tgt_in alone.
   Tensor forward(const IndexTensor& src, const IndexTensor& tgt_in);
+  // A decoder-only model: tokens [B, T] -> logits [B, T, V], position t predicting token t + 1
+  // from tokens 0 .. t (the look-ahead mask is the only mask left, with padding's). Throws
+  // std::logic_error for a model with an encoder.
+  Tensor forward(const IndexTensor& tokens);
 
   // Every attention module: each encoder layer's self-attention, then each decoder layer's
-  // self- and cross-attention.
+  // self- and cross-attention (self-attention alone in a decoder-only model).
   std::vector<nn::MultiHeadAttention*> attention_modules();
   // Keep (or stop keeping) every attention module's last probabilities; for a scope that
   // restores them, nn::RecordingAttention recording(model.attention_modules()).
   void record_attention(bool on);
-  // The probabilities of the last forward: one [B, H, T, S] tensor per layer.
+  // The probabilities of the last forward: one [B, H, T, S] tensor per layer (none of the
+  // encoder's kinds in a decoder-only model).
   std::vector<Tensor> attention(AttentionKind kind) const;
 
   const TransformerConfig config;
 
-  // Parameters: embed (tied) or src_embed, tgt_embed and generator (untied); pos_embed with
-  // learned_positions.
+  // Parameters: embed (tied) or src_embed, tgt_embed and generator (untied; a decoder-only
+  // model has no src_embed); pos_embed with learned_positions.
   std::unique_ptr<nn::Embedding> embed, src_embed, tgt_embed;
   Encoder encoder;
   Decoder decoder;

@@ -1,14 +1,20 @@
 #!/usr/bin/env python3
-"""The fixed corpus: the same English-German and English-Chinese sentence pairs on any Debian 12.
+"""The fixed corpora: the same sentence pairs and the same plain text on any Debian 12.
 
 scripts/mo_pairs.py reads the message catalogs installed, so its pairs depend on the machine.
-This script makes the corpus the README reports instead, whatever is installed: it downloads
-the fixed list of Debian 12 (bookworm) packages whose catalogs made it
-(scripts/corpus/LANG.packages) into a cache, without installing them, takes their LANG
-catalogs out into a directory of its own, runs mo_pairs.py's filters and split on them, writes
-OUT/LANG/MANIFEST and compares it with the committed one (scripts/corpus/LANG.ARCH.manifest):
+This script makes the corpora the README reports instead, whatever is installed: it downloads
+the fixed list of Debian 12 (bookworm) packages each corpus is made from
+(scripts/corpus/NAME.packages) into a cache, without installing them, takes the files it needs
+out into a directory of its own, makes the corpus, writes OUT/NAME/MANIFEST and compares it
+with the committed one (scripts/corpus/NAME.ARCH.manifest, or NAME.all.manifest for a text whose
+packages are all Architecture: all, the same on every host). Two kinds of corpus, by their list:
 
-    python3 scripts/corpus.py de zh_CN       # out/de/{train,dev,test}.tsv, out/de/MANIFEST, ...
+- a language (de, zh_CN): English-LANG sentence pairs from the packages' LANG message catalogs,
+  with mo_pairs.py's filters and split, in OUT/LANG/{train,dev,test}.tsv;
+- a text (fortunes, fortunes-zh), whose list names a directory of fortune files: the documents
+  of those files, cleaned and split by fortune_text.py, in OUT/NAME/{train,dev,test}.txt.
+
+    python3 scripts/corpus.py de zh_CN fortunes fortunes-zh   # out/de/train.tsv, ..., out/fortunes/MANIFEST
 
 It needs apt-get and dpkg-deb (any Debian 12), the Debian archive key
 (/usr/share/keyrings/debian-archive-keyring.gpg) and, unless every package is in the cache
@@ -30,6 +36,7 @@ import tarfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fortune_text  # noqa: E402  (the text corpora: reading, cleaning and splitting fortune files)
 import mo_pairs  # noqa: E402  (the filters and the split, shared with the installed-catalog corpus)
 
 SPEC_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
@@ -45,21 +52,26 @@ class Failure(Exception):
 
 
 def read_package_list(path):
-    """[(name, version)] from lines "NAME VERSION  # comment"."""
+    """[(name, version)] from lines "NAME VERSION  # comment", and the directory of fortune
+    files a text corpus is made of, from its line "fortune-files: DIR" (None for a language,
+    whose list has none). The colon cannot be mistaken for a package: Debian's names have none."""
     if not os.path.exists(path):
         known = sorted(os.path.basename(p)[:-len(".packages")]
                        for p in glob.glob(os.path.join(os.path.dirname(path), "*.packages")))
-        raise Failure(f"no package list {path}: the languages with one are {', '.join(known) or 'none'}")
-    packages = []
+        raise Failure(f"no package list {path}: the corpora with one are {', '.join(known) or 'none'}")
+    packages, fortune_dir = [], None
     with open(path, encoding="utf-8") as f:
         for number, line in enumerate(f, 1):
             fields = line.split("#", 1)[0].split()
             if not fields:
                 continue
-            if len(fields) != 2:
+            if fields[0] == "fortune-files:" and len(fields) == 2:
+                fortune_dir = fields[1].strip("/")
+                continue
+            if len(fields) != 2 or fields[0].endswith(":"):
                 raise Failure(f"{path}:{number}: expected NAME VERSION, got {line.strip()!r}")
             packages.append((fields[0], fields[1]))
-    return packages
+    return packages, fortune_dir
 
 
 def deb_file_name(name, version, arch):
@@ -235,6 +247,33 @@ def extract_one(archive, member, target_dir, file_name, deb, owners):
     return (deb["name"], None)
 
 
+# --- the texts: only the fortune files of one directory, out of each .deb ----------------------
+
+
+def extract_fortune_files(debs, fortune_dir, target_dir):
+    """Writes TARGET_DIR/FILE for each file directly in FORTUNE_DIR of the packages, but for
+    strfile's .dat indexes and symbolic links (Debian's FILE.u8 links name the file itself).
+    Returns {file name: package}."""
+    shutil.rmtree(target_dir, ignore_errors=True)
+    os.makedirs(target_dir)
+    wanted = re.compile(r"^\.?/?" + re.escape(fortune_dir) + r"/([^/]+)$")
+    owners = {}
+    for deb in debs:
+        unpack = subprocess.Popen(["dpkg-deb", "--fsys-tarfile", deb["path"]], stdout=subprocess.PIPE)
+        try:
+            with tarfile.open(fileobj=unpack.stdout, mode="r|") as archive:
+                for member in archive:
+                    match = wanted.match(member.name)
+                    if match and not match.group(1).endswith(".dat") and (member.isfile() or member.islnk()):
+                        file_name = match.group(1)
+                        owners[file_name] = extract_one(archive, member, target_dir, file_name, deb, owners)
+        except tarfile.TarError:
+            pass  # dpkg-deb failed too, said below
+        if unpack.wait() != 0:
+            raise Failure(f"dpkg-deb could not read {deb['path']} (remove it from the cache and run again)")
+    return {file_name: package for file_name, (package, _) in owners.items()}
+
+
 # --- the manifest: what went in, what came out -------------------------------------------------
 
 
@@ -262,9 +301,44 @@ MANIFEST_HEADER = """\
 # catalogs mo_pairs.py read and skipped, the pairs in each part and the sha256 of each file.
 """
 
-# The lines that make the corpus: when they match, train.tsv, dev.tsv and test.tsv are the same
+
+def text_manifest_lines(name, arch, debs, sources, source_dir, made, out):
+    """The manifest of a text corpus. Its architecture is "all" when every package is
+    (Architecture: all, the same .deb everywhere): the manifest is then the same on any host."""
+    if all(deb["arch"] == "all" for deb in debs):
+        arch = "all"
+    lines = [f"text {name}", f"architecture {arch}", f"python {sys.version.split()[0]}"]
+    for deb in debs:
+        note = f"  # made from {deb['made_from']}" if deb["made_from"] else ""
+        lines.append(f"package {deb['name']} {deb['version']} {deb['arch']} sha256={deb['sha256']}{note}")
+    for file_name, package in sorted(sources.items()):
+        lines.append(f"source {file_name} {package} sha256={sha256_of(os.path.join(source_dir, file_name))}")
+    lines.append(f"sources read {made['read']}")
+    lines.append(" ".join(["sources skipped", str(len(made["skipped"])), *made["skipped"]]))
+    lines.append(f"documents read {made['documents']}")
+    for reason, count in made["dropped"].items():
+        lines.append(f"dropped {reason} {count}")
+    for step, count in made["changed"].items():
+        lines.append(f"changed {step} {count}")
+    for measure in ("documents", "lines", "words", "characters", "distinct-characters", "bytes"):
+        for part in fortune_text.PARTS:
+            lines.append(f"{measure} {part} {made['parts'][part][measure]}")
+    for part in fortune_text.PARTS:
+        lines.append(f"file {part}.txt sha256={sha256_of(os.path.join(out, part + '.txt'))}")
+    return arch, lines
+
+
+TEXT_MANIFEST_HEADER = """\
+# The text corpus of scripts/corpus.py (docs/corpus.md): one "KIND NAME VALUE" line each, for
+# the packages (version, architecture, sha256 of the .deb), the fortune files taken from them
+# (source), the files read and skipped, the documents read and dropped, the lines each cleaning
+# step changed, the size of each part and the sha256 of each file.
+"""
+
+# The lines that make the corpus: when they match, the train, dev and test files are the same
 # bytes, whatever packages they came from.
-CORPUS_KINDS = ("catalogs", "pairs", "file")
+CORPUS_KINDS = ("catalogs", "pairs", "sources", "documents", "dropped", "changed", "lines", "words",
+                "characters", "distinct-characters", "bytes", "file")
 
 
 def parse_manifest(path):
@@ -302,31 +376,31 @@ def shown(path):
     return path if relative.startswith("..") else relative
 
 
-def compare(lang, arch, manifest_path, spec_dir):
+def compare(name, arch, manifest_path, spec_dir):
     """Prints how the corpus just made compares with the committed one; True when identical."""
-    expected_path = os.path.join(spec_dir, f"{lang}.{arch}.manifest")
+    expected_path = os.path.join(spec_dir, f"{name}.{arch}.manifest")
     if not os.path.exists(expected_path):
-        others = sorted(glob.glob(os.path.join(spec_dir, f"{lang}.*.manifest")))
+        others = sorted(glob.glob(os.path.join(spec_dir, f"{name}.*.manifest")))
         if not others:
-            print(f"{lang}: no committed manifest {shown(expected_path)} to compare with")
+            print(f"{name}: no committed manifest {shown(expected_path)} to compare with")
             return False
         expected_path = others[0]
-        print(f"{lang}: no manifest for {arch}: comparing with {shown(expected_path)}, whose .deb "
+        print(f"{name}: no manifest for {arch}: comparing with {shown(expected_path)}, whose .deb "
               "sha256s are another architecture's")
     actual, expected = parse_manifest(manifest_path), parse_manifest(expected_path)
     found = differences(actual, expected)
     listed = "".join(f"  {line}\n" for line in found)
     if not any(line.split()[0] in CORPUS_KINDS for line in found):
-        print(f"{lang}: identical to the corpus the README reports: every catalog count, pair count "
-              f"and file sha256 of {shown(manifest_path)} is that of {shown(expected_path)}")
+        print(f"{name}: identical to the corpus the README reports: every count and file sha256 "
+              f"of {shown(manifest_path)} is that of {shown(expected_path)}")
         if found:
-            print(f"{lang}: made from other packages or catalogs than {shown(expected_path)} names, "
+            print(f"{name}: made from other packages or files than {shown(expected_path)} names, "
                   f"with the same result:\n{listed}", end="")
         return True
-    print(f"{lang}: DIFFERS from the corpus the README reports ({shown(manifest_path)} against "
+    print(f"{name}: DIFFERS from the corpus the README reports ({shown(manifest_path)} against "
           f"{shown(expected_path)}):\n{listed}", end="")
     if actual.get(("python", "")) != expected.get(("python", "")):
-        print("  (and another Python: the filters use its Unicode tables and its catalog reader)")
+        print("  (and another Python: the filters use its Unicode tables, mo_pairs.py its catalog reader)")
     return False
 
 
@@ -334,31 +408,45 @@ def compare(lang, arch, manifest_path, spec_dir):
 
 
 def make_corpora(args, arch):
-    """Downloads and extracts what every language needs (each package once), then makes each
+    """Downloads and extracts what every corpus needs (each package once), then makes each
     corpus; True when all are identical to the committed ones."""
-    lists = {lang: read_package_list(os.path.join(args.spec_dir, f"{lang}.packages")) for lang in args.langs}
-    pins, languages_of, expected = {}, {}, {}
-    for lang, packages in lists.items():
-        for name, version in packages:
-            if pins.setdefault(name, version) != version:
-                raise Failure(f"the package lists pin {name} both at {pins[name]} and at {version}")
-            languages_of.setdefault(name, set()).add(lang)
-        expected.update(parse_manifest(os.path.join(args.spec_dir, f"{lang}.{arch}.manifest")))
+    lists = {name: read_package_list(os.path.join(args.spec_dir, f"{name}.packages"))
+             for name in args.corpora}
+    pins, corpora_of, expected = {}, {}, {}
+    for name, (packages, _) in lists.items():
+        for package, version in packages:
+            if pins.setdefault(package, version) != version:
+                raise Failure(f"the package lists pin {package} both at {pins[package]} and at {version}")
+            corpora_of.setdefault(package, set()).add(name)
+        # A text corpus of Architecture: all packages has one manifest for every host, NAME.all.
+        for manifest_arch in (arch, "all"):
+            expected.update(parse_manifest(os.path.join(args.spec_dir, f"{name}.{manifest_arch}.manifest")))
     start = time.monotonic()
     apt = PrivateApt(os.path.join(args.cache, "apt"), arch, args.mirror)
     debs = fetch(list(pins.items()), args.cache, apt, expected)
     fetched = time.monotonic()
+    languages = [name for name in args.corpora if lists[name][1] is None]
+    texts = [name for name in args.corpora if lists[name][1] is not None]
+    languages_of = {deb["name"]: corpora_of[deb["name"]] & set(languages) for deb in debs}
     locale_dir = os.path.join(args.cache, "locale")
-    catalogs = extract_catalogs(debs, languages_of, locale_dir)
+    catalogs = extract_catalogs([deb for deb in debs if languages_of[deb["name"]]], languages_of, locale_dir)
+    sources = {name: extract_fortune_files([deb for deb in debs if name in corpora_of[deb["name"]]],
+                                           lists[name][1], os.path.join(args.cache, "text", name))
+               for name in texts}
     extracted = time.monotonic()
     size = sum(os.path.getsize(deb["path"]) for deb in debs)
+    taken = " and ".join(kind for kind, names in (("catalogs", languages), ("fortune files", texts)) if names)
     print(f"{len(debs)} packages for {arch} ({size / 1e6:.1f} MB of .deb files): {fetched - start:.1f} s to "
-          f"download (or find in {args.cache}), {extracted - fetched:.1f} s to take out their catalogs",
+          f"download (or find in {args.cache}), {extracted - fetched:.1f} s to take out their {taken}",
           flush=True)
     identical = True
-    for lang in args.langs:
-        debs_of_lang = [deb for deb in debs if lang in languages_of[deb["name"]]]
-        identical &= make_language(lang, debs_of_lang, catalogs[lang], locale_dir, args, arch)
+    for name in args.corpora:
+        debs_of = [deb for deb in debs if name in corpora_of[deb["name"]]]
+        if name in texts:
+            identical &= make_text(name, debs_of, sources[name], os.path.join(args.cache, "text", name),
+                                   args, arch)
+        else:
+            identical &= make_language(name, debs_of, catalogs[name], locale_dir, args, arch)
     return identical
 
 
@@ -377,6 +465,21 @@ def make_language(lang, debs, catalogs, locale_dir, args, arch):
     return compare(lang, arch, manifest_path, args.spec_dir)
 
 
+def make_text(name, debs, sources, source_dir, args, arch):
+    """Text files, manifest and comparison of one text corpus, from its fortune files in SOURCE_DIR."""
+    start = time.monotonic()
+    out = os.path.join(args.out, name)
+    made = fortune_text.make_corpus(source_dir, out)
+    manifest_path = os.path.join(out, "MANIFEST")
+    manifest_arch, lines = text_manifest_lines(name, arch, debs, sources, source_dir, made, out)
+    with open(manifest_path, "w", encoding="utf-8") as f:
+        f.write(TEXT_MANIFEST_HEADER)
+        f.write("".join(line + "\n" for line in lines))
+    print(f"{name}: {len(debs)} packages, {len(sources)} fortune files, {time.monotonic() - start:.1f} s "
+          f"to read; {manifest_path}")
+    return compare(name, manifest_arch, manifest_path, args.spec_dir)
+
+
 def host_architecture():
     if shutil.which("dpkg") is None:
         raise Failure("dpkg not found: this script needs Debian 12 (bookworm), or --arch")
@@ -388,17 +491,20 @@ def parse_args():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog="See docs/corpus.md for the corpus and the manifest format.")
-    parser.add_argument("langs", nargs="+", metavar="LANG",
-                        help="de or zh_CN (a language with a package list in --spec-dir)")
+    parser.add_argument("corpora", nargs="+", metavar="NAME",
+                        help="de, zh_CN, fortunes or fortunes-zh (a corpus with a package list in "
+                             "--spec-dir)")
     parser.add_argument("--out", default="out",
-                        help="writes OUT/LANG/{train,dev,test}.tsv and MANIFEST (default: out)")
+                        help="writes OUT/NAME/{train,dev,test}.tsv (a language) or .txt (a text) and "
+                             "MANIFEST (default: out)")
     parser.add_argument("--cache", default=os.path.join("out", "corpus-cache"),
-                        help="for the .deb files, apt's lists and the catalogs (default: out/corpus-cache)")
+                        help="for the .deb files, apt's lists, the catalogs and the fortune files "
+                             "(default: out/corpus-cache)")
     parser.add_argument("--arch", help="the Debian architecture of the .deb files (default: the host's)")
     parser.add_argument("--mirror", default="http://deb.debian.org",
                         help="a mirror with debian/ and debian-security/ (default: http://deb.debian.org)")
     parser.add_argument("--spec-dir", default=SPEC_DIR,
-                        help="LANG.packages and the expected LANG.ARCH.manifest (default: scripts/corpus)")
+                        help="NAME.packages and the expected NAME.ARCH.manifest (default: scripts/corpus)")
     return parser.parse_args()
 
 

@@ -10,10 +10,11 @@ namespace {
 template <typename Kind, size_t N>
 using Names = std::array<std::pair<Kind, std::string_view>, N>;
 
-constexpr Names<Task, 4> kTasks = {{{Task::Copy, "copy"},
+constexpr Names<Task, 5> kTasks = {{{Task::Copy, "copy"},
                                     {Task::Reverse, "reverse"},
                                     {Task::Translate, "translate"},
-                                    {Task::ToyTranslation, "toy-translation"}}};
+                                    {Task::ToyTranslation, "toy-translation"},
+                                    {Task::LanguageModel, "lm"}}};
 constexpr Names<TokenizerKind, 3> kTokenizers = {
     {{TokenizerKind::Bpe, "bpe"}, {TokenizerKind::Word, "word"}, {TokenizerKind::Char, "char"}}};
 constexpr Names<OptimizerKind, 2> kOptimizers = {
@@ -75,6 +76,10 @@ std::optional<data::ToySplit> toy_split_named(std::string_view name) {
 
 bool is_text(Task task) {
   return task == Task::Translate || task == Task::ToyTranslation;
+}
+
+bool is_tokenized(Task task) {
+  return is_text(task) || task == Task::LanguageModel;
 }
 
 }  // namespace gf::training

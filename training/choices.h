@@ -10,9 +10,10 @@
 namespace gf::training {
 
 // What a run trains on: generated ids (copy, reverse), sentence pairs from files (translate),
-// or the generated toy language (toy_translation). An id file (RunConfig::pairs) replaces the
+// the generated toy language (toy_translation), or a text whose next tokens a decoder-only model
+// learns to predict (lm, "language model"). An id file (RunConfig::pairs) replaces the
 // generated ids of copy and reverse.
-enum class Task { Copy, Reverse, Translate, ToyTranslation };
+enum class Task { Copy, Reverse, Translate, ToyTranslation, LanguageModel };
 enum class TokenizerKind { Bpe, Word, Char };
 enum class OptimizerKind { Adam, Sgd };
 // noam: §5.3's warm-up then 1/sqrt(step); cosine: warm-up, then half a cosine to zero at the
@@ -36,6 +37,7 @@ std::optional<OptimizerKind> optimizer_named(std::string_view name);
 std::optional<ScheduleKind> schedule_named(std::string_view name);
 std::optional<data::ToySplit> toy_split_named(std::string_view name);
 
-bool is_text(Task task);  // translate and toy-translation: sentence pairs through a tokenizer
+bool is_text(Task task);       // translate and toy-translation: sentence pairs through a tokenizer
+bool is_tokenized(Task task);  // is_text, or lm: a tokenizer turns text into the model's ids
 
 }  // namespace gf::training

@@ -232,6 +232,23 @@ double perplexity(Transformer& model, std::span<const data::Pair> pairs, int64_t
       }));
 }
 
+std::vector<std::string> sample_texts(Transformer& model, const data::Tokenizer& tokenizer,
+                                      const std::string& prompt, const SampleOptions& options,
+                                      uint64_t seed, int64_t count) {
+  const std::vector<int32_t> ids = tokenizer.encode(prompt);
+  Rng rng(seed);
+  std::vector<std::string> texts;
+  for (const TokenIds& continuation : sample(model, ids, options, rng, count))
+    texts.push_back(prompt + tokenizer.decode(continuation));
+  return texts;
+}
+
+double bits_per_character(double perplexity, int64_t tokens, int64_t characters) {
+  if (characters < 1)
+    throw std::invalid_argument(fmt::format("bits_per_character: {} characters", characters));
+  return std::log2(perplexity) * static_cast<double>(tokens) / static_cast<double>(characters);
+}
+
 double prediction_entropy(Transformer& model, std::span<const data::Pair> pairs,
                           int64_t batch_size) {
   return mean_per_target_token(
@@ -271,7 +288,7 @@ data::AlignmentScore score_alignment(Transformer& model, const data::Tokenizer& 
                     model.config.heads));
   const auto chosen = static_cast<size_t>(layer < 0 ? layers - 1 : layer);
   // Only the layer scored keeps its weights (a copy each time: nn/attention.h).
-  nn::MultiHeadAttention& cross = model.decoder.layers[chosen]->cross_attn;
+  nn::MultiHeadAttention& cross = *model.decoder.layers[chosen]->cross_attn;
   nn::EvalScope eval(model);
   nn::RecordingAttention recording({&cross});
   NoGrad no_grad;

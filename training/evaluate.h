@@ -16,6 +16,7 @@
 #include "data/tokenizer.h"
 #include "data/word_alignment.h"
 #include "models/decode.h"
+#include "models/sample.h"
 #include "models/transformer.h"
 
 namespace gf::training {
@@ -42,6 +43,15 @@ std::vector<TokenIds> decode_corpus(Transformer& model,
 std::vector<std::string> translate_texts(Transformer& model, const data::Tokenizer& tokenizer,
                                          std::span<const std::string> sources,
                                          const DecodeSettings& settings = {});
+
+// `count` texts sampled from a decoder-only model trained on text (models/sample.h), each the
+// prompt and then its continuation, drawn from one generator seeded with seed: the same seed
+// gives the same texts. Throws Utf8Error for a prompt that is not UTF-8, std::invalid_argument
+// for one longer than the model's max_len - 1 tokens or options out of range, and
+// std::logic_error for a model with an encoder.
+std::vector<std::string> sample_texts(Transformer& model, const data::Tokenizer& tokenizer,
+                                      const std::string& prompt, const SampleOptions& options,
+                                      uint64_t seed, int64_t count = 1);
 
 // One source as `transformer translate` and `decode` read a line: for a model trained on text
 // (tokenizer given), text that the tokenizer encodes, then eos; for one trained on ids, ids
@@ -96,6 +106,11 @@ double log_likelihood(Transformer& model, std::span<const int32_t> src,
 // text give perplexities that do not compare. Pairs go through in consecutive batches of
 // batch_size, which changes the sums' rounding only.
 double perplexity(Transformer& model, std::span<const data::Pair> pairs, int64_t batch_size = 64);
+
+// The same loss per character of text rather than per token, in bits: log2(perplexity) times
+// the tokens, over the characters (code points) they spell. Unlike perplexity it compares models
+// whose tokenizers differ, since the characters are the text's own.
+double bits_per_character(double perplexity, int64_t tokens, int64_t characters);
 
 // How unsure the model is of the next token: the mean, over the same target positions, of the
 // entropy -sum_v p(v) log p(v) of its predicted distribution, in nats. 0 when every prediction

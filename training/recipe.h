@@ -35,12 +35,15 @@ CorpusFacts corpus_facts(const data::SentencePairsFile& train);
 
 struct TextRecipe {
   TransformerConfig model;  // vocab_size 0: the tokenizer's size
-  int64_t vocab_size = 0;   // byte-pair vocabulary, specials and bytes included
+  TokenizerKind tokenizer = TokenizerKind::Bpe;
+  int64_t vocab_size = 0;  // byte-pair vocabulary, specials and bytes included
   ScheduleKind schedule = ScheduleKind::Cosine;
   float peak_lr = 0.0f;  // for model.d_model; peak_lr_for gives it for another width
   int64_t warmup = 0;
   float label_smoothing = 0.0f;
-  int64_t batch_tokens = 0;  // padded target tokens per batch
+  int64_t batch_tokens = 0;  // padded target tokens per batch (sentence pairs)
+  int64_t batch = 0;         // windows of model.max_len tokens per batch (a language model)
+  int64_t steps = 0;         // a language model's --steps; 0: the default 600
   int64_t average = 0;       // checkpoints averaged at the end of the run
   int64_t checks = 0;        // BLEU on the dev set this many times, keeping the best weights
 };
@@ -52,6 +55,21 @@ struct TextRecipe {
 // included).
 inline constexpr int64_t kRealTextWords = 2000;
 std::optional<TextRecipe> text_recipe(const CorpusFacts& facts);
+
+// What the language-model recipe looks at in a text.
+struct TextFacts {
+  int64_t characters = 0;  // code points
+  int64_t distinct_characters = 0;
+  int64_t words = 0;  // data::split_words's words that hold a letter or a digit
+};
+TextFacts text_facts(const std::string& text);
+
+// The recipe for next-token prediction on a text (`transformer train --task lm`), for a text of
+// any size: a decoder-only model (models/transformer.h) of 4 pre-norm layers reading windows of
+// 128 tokens, 16 of them a step for 1200 steps, its vocabulary grown with the text as the
+// translation recipe's is, no label smoothing (its score is the dev perplexity, which smoothing
+// raises), and 10 checks of the dev perplexity. Lesson 13 measures it against a bigram model.
+TextRecipe lm_recipe(const TextFacts& facts);
 
 // The recipe's peak learning rate for a model of width d_model: 2e-3 at 128, falling as
 // 1/sqrt(d_model) as §5.3's schedule does: 1.4e-3 at 256, 1e-3 at 512 (the paper's base model

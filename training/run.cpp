@@ -65,8 +65,9 @@ void check_steps_to_resume(const RunSettings& s, const TrainState& state) {
 // would be silently replaced by the file's, so it is refused, naming both.
 void refuse_other_shape(const RunConfig& asked, const TransformerConfig& saved,
                         const std::string& path) {
-  const auto layers = [](int64_t n) {
-    return fmt::format("{}+{} layers", n, n);
+  const auto layers = [&saved](int64_t n) {
+    return saved.decoder_only() ? fmt::format("{} decoder-only layers", n)
+                                : fmt::format("{}+{} layers", n, n);
   };
   const auto tied = [](bool t) {
     return t ? "tied embeddings" : "untied embeddings";
@@ -95,7 +96,9 @@ void refuse_other_shape(const RunConfig& asked, const TransformerConfig& saved,
       {"heads", shown(asked.heads, [](int64_t h) { return fmt::format("{} heads", h); }),
        fmt::format("{} heads", saved.heads)},
       {"layers", shown(asked.layers, layers),
-       fmt::format("{}+{} layers", saved.encoder_layers, saved.decoder_layers)},
+       saved.decoder_only()
+           ? layers(saved.decoder_layers)
+           : fmt::format("{}+{} layers", saved.encoder_layers, saved.decoder_layers)},
       {"max-len", shown(asked.max_len, [](int64_t n) { return fmt::format("max_len {}", n); }),
        fmt::format("max_len {}", saved.max_len)},
       {"tied", shown(asked.tied, tied), tied(saved.tied)},
@@ -117,8 +120,11 @@ void refuse_other_shape(const RunConfig& asked, const TransformerConfig& saved,
 // The training batches: fresh pairs of a generated task, an id file's batches cycled in order,
 // or epochs of text pairs batched by length. Throws when a sequence does not fit the model.
 data::BatchSource make_batches(const RunSettings& s, const Transformer& model,
-                               const data::Tokenizer* tokenizer, const TextPairs& text, Rng rng) {
+                               const data::Tokenizer* tokenizer, const RunText& text, Rng rng) {
   const TransformerConfig& config = model.config;
+  if (s.task == Task::LanguageModel)  // windows of max_len tokens, each read after bos
+    return data::BatchSource::windows(tokenizer->encode(text.train_text.text), config.max_len,
+                                      s.batch, config.bos_id, rng);
   if (tokenizer) {
     std::vector<data::Pair> ids = data::encode_pairs(*tokenizer, text.train);
     for (size_t i = 0; i < ids.size(); ++i) {
@@ -203,6 +209,11 @@ std::unique_ptr<data::Tokenizer> learn_tokenizer(TokenizerKind kind, int64_t voc
     texts.push_back(p.source);
     texts.push_back(p.target);
   }
+  return learn_tokenizer(kind, vocab_size, texts);
+}
+
+std::unique_ptr<data::Tokenizer> learn_tokenizer(TokenizerKind kind, int64_t vocab_size,
+                                                 std::span<const std::string> texts) {
   const auto size = static_cast<int32_t>(vocab_size > 0 ? vocab_size : 8000);
   switch (kind) {
     case TokenizerKind::Word:
@@ -226,7 +237,7 @@ Run::Run(const RunConfig& config) : asked_(config) {
   }
   settings_ = settle(config, context).settings;
   if (resumed) check_steps_to_resume(settings_, *resumed);
-  text_ = read_text_pairs(settings_);
+  text_ = read_run_text(settings_);
   if (settings_.task == Task::Translate && !resumed) {
     const CorpusFacts facts = corpus_facts(text_.train);
     context.recipe = text_recipe(facts);
@@ -237,6 +248,16 @@ Run::Run(const RunConfig& config) : asked_(config) {
           "recipe for {} pairs of {} words ({} distinct), where no flag says otherwise: {}",
           facts.pairs, facts.words, facts.distinct_words, settled.recipe_choices);
     }
+  }
+  if (settings_.task == Task::LanguageModel && !resumed) {
+    const TextFacts facts = text_facts(text_.train_text.text);
+    context.recipe = lm_recipe(facts);
+    const Settled settled = settle(config, context);
+    settings_ = settled.settings;
+    start_.recipe_line = fmt::format(
+        "recipe for a text of {} characters ({} distinct) and {} words, where no flag says "
+        "otherwise: {}",
+        facts.characters, facts.distinct_characters, facts.words, settled.recipe_choices);
   }
   validate(settings_);
   if (settings_.threads > 0) kernels::set_num_threads(settings_.threads);
@@ -275,12 +296,16 @@ Run::Run(const RunConfig& config) : asked_(config) {
 // from the seed (or, resuming, from where the saved run left its mask streams).
 void Run::make_model(const std::optional<TrainState>& resumed, Rng& rng) {
   const std::string& from = resumed ? settings_.resume : settings_.init;
-  const bool text = is_text(settings_.task);
+  const bool text = is_tokenized(settings_.task);
   if (from.empty()) {
     TransformerConfig config = settings_.model;
     if (text) {
       const auto learning = Clock::now();
-      model_.tokenizer = learn_tokenizer(settings_.tokenizer, settings_.vocab_size, text_.train);
+      model_.tokenizer =
+          settings_.task == Task::LanguageModel
+              ? learn_tokenizer(settings_.tokenizer, settings_.vocab_size,
+                                std::span<const std::string>(&text_.train_text.text, 1))
+              : learn_tokenizer(settings_.tokenizer, settings_.vocab_size, text_.train);
       start_.tokenizer_origin = fmt::format(" (learned in {:.2f}s)", seconds_since(learning));
       config.vocab_size = model_.tokenizer->size();
     } else if (settings_.vocab_size > 0) {
@@ -296,7 +321,14 @@ void Run::make_model(const std::optional<TrainState>& resumed, Rng& rng) {
   } else {
     model_.model = load_model(from, dropout, rng.next_u64());
   }
+  if (model().config.decoder_only() != (settings_.task == Task::LanguageModel))
+    throw std::invalid_argument(fmt::format(
+        "{} holds {} model, and --task {} trains {}", from,
+        model().config.decoder_only() ? "a decoder-only" : "an encoder-decoder",
+        name_of(settings_.task),
+        settings_.task == Task::LanguageModel ? "a decoder-only one" : "an encoder-decoder"));
   refuse_other_shape(asked_, model().config, from);
+  settings_.model = model().config;  // the file's shape, which the checks and page read too
   start_.model_origin =
       resumed ? fmt::format("resuming {} at step {} of {} (its model and training settings)", from,
                             resumed->step, settings_.steps)
@@ -384,7 +416,11 @@ StepReport Run::step() {
 std::optional<std::string> Run::check(int64_t step) {
   const auto start = Clock::now();
   std::optional<std::string> line;
-  if (tokenizer()) {
+  if (settings_.task == Task::LanguageModel) {
+    const double perplexity = checks_->check_perplexity(model());
+    best_.offer(step, -perplexity, model());  // the lower the better
+    line = fmt::format("step {}: perplexity {:.2f} on {}", step, perplexity, checks_->check_set());
+  } else if (tokenizer()) {
     const double bleu = checks_->check_bleu(model());
     best_.offer(step, bleu, model());
     line = fmt::format("step {}: BLEU {:.1f} on {} (greedy)", step, bleu, checks_->check_set());
@@ -460,11 +496,13 @@ WeightsChoice Run::choose_weights_and_save() {
   const auto choosing = Clock::now();
   WeightsChoice chosen;
   if (tokenizer() && (!best_.empty() || average_.count() >= 2)) {
-    const auto bleu = [this](Transformer& m) {
-      return checks_->check_bleu(m);
+    // Higher is better: BLEU, or a language model's perplexity negated (as best_ holds it).
+    const bool language_model = settings_.task == Task::LanguageModel;
+    const auto score = [this, language_model](Transformer& m) {
+      return language_model ? -checks_->check_perplexity(m) : checks_->check_bleu(m);
     };
     std::vector<std::pair<WeightsChoice, double>> candidates = {
-        {{fmt::format("the last step's weights ({})", settings_.steps), {}, ""}, bleu(model())}};
+        {{fmt::format("the last step's weights ({})", settings_.steps), {}, ""}, score(model())}};
     if (!best_.empty() && best_.step() != settings_.steps)
       candidates.push_back(
           {{fmt::format("the best check's weights (step {})", best_.step()), best_.weights(), ""},
@@ -473,16 +511,18 @@ WeightsChoice Run::choose_weights_and_save() {
       candidates.push_back(
           {{fmt::format("the average of the last {} checkpoints", average_.count()),
             average_.mean(), ""},
-           scored_with(model(), average_.mean(), bleu)});
+           scored_with(model(), average_.mean(), score)});
     size_t best = 0;
     std::vector<std::string> scores;
     for (size_t i = 0; i < candidates.size(); ++i) {
-      scores.push_back(fmt::format("{} {:.2f}", candidates[i].first.name, candidates[i].second));
+      scores.push_back(fmt::format("{} {:.2f}", candidates[i].first.name,
+                                   language_model ? -candidates[i].second : candidates[i].second));
       if (candidates[i].second > candidates[best].second) best = i;
     }
     chosen = candidates[best].first;
     chosen.scores =
-        fmt::format("BLEU on {} (greedy): {}", checks_->check_set(), fmt::join(scores, ", "));
+        fmt::format("{} on {}{}: {}", language_model ? "perplexity" : "BLEU", checks_->check_set(),
+                    language_model ? "" : " (greedy)", fmt::join(scores, ", "));
   }
   checking_seconds_ += seconds_since(choosing);
   save_at(end, chosen.weights);

@@ -16,7 +16,8 @@
 // starts from it instead, so that two models train on the same batches.
 //
 // When things happen, after step s of a run of N steps:
-//   - a check (BLEU or fresh exact copies) when eval_every divides s and s < N;
+//   - a check (BLEU, fresh exact copies, or a language model's perplexity) when eval_every
+//     divides s and s < N;
 //   - the weights go into the average at the last `average` of every N/50th step;
 //   - a snapshot of the attention for the page at snapshot_steps(N, snapshots), and one of the
 //     initial weights before the first step;
@@ -92,7 +93,7 @@ class Run {
 
   const RunSettings& settings() const { return settings_; }
   const RunStart& start() const { return start_; }
-  const TextPairs& text() const { return text_; }
+  const RunText& text() const { return text_; }
   Transformer& model() { return *model_.model; }
   const Transformer& model() const { return *model_.model; }
   const data::Tokenizer* tokenizer() const { return model_.tokenizer.get(); }
@@ -149,7 +150,7 @@ class Run {
   RunConfig asked_;
   RunSettings settings_;
   RunStart start_;
-  TextPairs text_;
+  RunText text_;
   ModelAndTokenizer model_;
   std::unique_ptr<data::BatchSource> batches_;
   std::unique_ptr<RunChecks> checks_;
@@ -174,5 +175,9 @@ Trainer trainer_of(const RunSettings& settings, const Transformer& model);
 // shared source-target vocabulary"), so that the tied embedding matrix (§3.4) serves both.
 std::unique_ptr<data::Tokenizer> learn_tokenizer(TokenizerKind kind, int64_t vocab_size,
                                                  const data::SentencePairsFile& train);
+// A vocabulary of kind learned from texts (a language model's: its training text); vocab_size
+// 0 means 8000.
+std::unique_ptr<data::Tokenizer> learn_tokenizer(TokenizerKind kind, int64_t vocab_size,
+                                                 std::span<const std::string> texts);
 
 }  // namespace gf::training

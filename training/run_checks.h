@@ -5,7 +5,10 @@
 //                   whole dev set at the end;
 //   generated task  exact copies of fresh sequences, drawn from a stream of their own so that
 //                   checking does not change the training data;
-//   id file         its own pairs, at the end.
+//   id file         its own pairs, at the end;
+//   language model  the perplexity of eval_count windows spread over the dev text (the training
+//                   text when there is none), and of the whole dev text at the end beside a
+//                   bigram model's (models/bigram.h); a sample at each of the page's snapshots.
 #pragma once
 
 #include <cstdint>
@@ -17,21 +20,25 @@
 #include "data/batch_source.h"
 #include "data/pair.h"
 #include "data/sentence_pairs.h"
+#include "data/text_windows.h"
 #include "data/tokenizer.h"
+#include "models/bigram.h"
 #include "models/transformer.h"
 #include "training/run_config.h"
 #include "training/run_page.h"
 
 namespace gf::training {
 
-// The sentence pairs of a text task: train and dev (dev.pairs empty when there is no dev set).
-struct TextPairs {
+// The text of a run: the sentence pairs of a text task, train and dev (dev.pairs empty when
+// there is no dev set), or a language model's texts (dev_text.text empty without one).
+struct RunText {
   data::SentencePairsFile train, dev;
+  data::TextFile train_text, dev_text;
 };
 
 // Reads --data and --dev, or generates the toy language from the seed (the same corpus as
 // `transformer generate` with that seed writes). Nothing for a task of ids.
-TextPairs read_text_pairs(const RunSettings& settings);
+RunText read_run_text(const RunSettings& settings);
 
 class RunChecks {
  public:
@@ -40,7 +47,7 @@ class RunChecks {
   // tokenizer is null for a task of ids. fresh: the stream of fresh sequences; page_stream:
   // where a generated task's page sequences are drawn from (a copy of fresh in a new run, the
   // first part's in a resumed one). Keeps references to text and batches.
-  RunChecks(const RunSettings& settings, const TextPairs& text, const data::BatchSource& batches,
+  RunChecks(const RunSettings& settings, const RunText& text, const data::BatchSource& batches,
             const data::Tokenizer* tokenizer, Rng fresh, Rng page_stream);
 
   // The stream that fresh sequences are drawn from, which the training state saves.
@@ -56,7 +63,9 @@ class RunChecks {
 
   // Text: BLEU of the check pairs. Moves no random stream.
   double check_bleu(Transformer& model) const;
-  std::string check_set() const;  // "100 dev pairs"
+  // A language model: the perplexity of the check windows. Moves no random stream.
+  double check_perplexity(Transformer& model) const;
+  std::string check_set() const;  // "100 dev pairs", "100 windows of the dev text"
 
   // A generated task: the share of eval_count fresh sequences, drawn now from the fresh
   // stream, that the model decodes exactly. Nothing for an id file.
@@ -73,15 +82,21 @@ class RunChecks {
  private:
   const char* pairs_name() const;
   std::vector<data::Pair> fresh_pairs();
+  std::string language_model_scores(Transformer& model) const;
+  void fill_language_model_page(viz::RunPage& page) const;
+  std::string sample_text(Transformer& model) const;
 
   const RunSettings& settings_;
-  const TextPairs& text_;
+  const RunText& text_;
   const data::BatchSource& batches_;
   const data::Tokenizer* tokenizer_;
   Rng fresh_;
   Rng::State page_stream_;
   std::vector<data::SentencePair> check_pairs_;  // text
   std::vector<data::Pair> page_sequences_;       // a generated task
+  std::vector<int32_t> dev_stream_;              // a language model: the dev text's tokens
+  std::vector<data::Pair> check_windows_;        // a language model
+  std::optional<BigramModel> bigram_;            // a language model: the baseline
 };
 
 }  // namespace gf::training

@@ -153,16 +153,22 @@ RunConfig with_recipe(RunConfig asked, const TextRecipe& recipe, std::string& ch
   auto choose = [&chosen](auto& field, const auto& value, const std::string& shown) {
     if (field) return;
     field = value;
-    chosen.push_back(shown);
+    if (!shown.empty()) chosen.push_back(shown);
   };
   const TransformerConfig& m = recipe.model;
-  choose(asked.vocab_size, recipe.vocab_size, fmt::format("BPE vocabulary {}", recipe.vocab_size));
+  if (m.decoder_only()) choose(asked.tokenizer, recipe.tokenizer, std::string());
+  if (!m.decoder_only() || *asked.tokenizer == TokenizerKind::Bpe)
+    choose(asked.vocab_size, recipe.vocab_size,
+           fmt::format("BPE vocabulary {}", recipe.vocab_size));
   choose(asked.d_model, m.d_model, fmt::format("d_model {}", m.d_model));
   choose(asked.d_ff, m.d_ff, fmt::format("d_ff {}", m.d_ff));
   choose(asked.heads, m.heads, fmt::format("heads {}", m.heads));
-  choose(asked.layers, m.encoder_layers,
-         fmt::format("layers {}+{}", m.encoder_layers, m.decoder_layers));
-  choose(asked.max_len, m.max_len, fmt::format("max-len {}", m.max_len));
+  choose(asked.layers, m.decoder_layers,
+         m.decoder_only() ? fmt::format("{} layers (decoder-only)", m.decoder_layers)
+                          : fmt::format("layers {}+{}", m.encoder_layers, m.decoder_layers));
+  choose(asked.max_len, m.max_len,
+         m.decoder_only() ? fmt::format("context (max-len) {}", m.max_len)
+                          : fmt::format("max-len {}", m.max_len));
   choose(asked.positions, m.learned_positions ? PositionKind::Learned : PositionKind::Sinusoidal,
          m.learned_positions ? "learned positions" : "sinusoidal positions");
   choose(asked.norm, m.norm_first ? NormPlacement::PreNorm : NormPlacement::PostNorm,
@@ -175,12 +181,18 @@ RunConfig with_recipe(RunConfig asked, const TextRecipe& recipe, std::string& ch
   choose(asked.lr, peak, fmt::format("peak rate {:.3g}", peak));
   choose(asked.warmup, recipe.warmup,
          fmt::format("warm-up {} steps (at most a tenth of the run)", recipe.warmup));
-  choose(asked.batch_tokens, recipe.batch_tokens,
-         fmt::format("{} tokens a batch", recipe.batch_tokens));
+  if (recipe.batch > 0)
+    choose(asked.batch, recipe.batch, fmt::format("{} windows a batch", recipe.batch));
+  if (recipe.steps > 0 && asked.minutes == 0)
+    choose(asked.steps, recipe.steps, fmt::format("{} steps", recipe.steps));
+  else
+    choose(asked.batch_tokens, recipe.batch_tokens,
+           fmt::format("{} tokens a batch", recipe.batch_tokens));
   choose(asked.average, recipe.average,
          fmt::format("average of the last {} checkpoints", recipe.average));
-  if (!asked.eval_every && !asked.dev.empty())
-    chosen.push_back(fmt::format("{} checks on the dev set", recipe.checks));
+  if (!asked.eval_every && (!asked.dev.empty() || m.decoder_only()))
+    chosen.push_back(fmt::format("{} checks on the {} set", recipe.checks,
+                                 asked.dev.empty() ? "training" : "dev"));
   choices = fmt::format("{}", fmt::join(chosen, ", "));
   return asked;
 }
@@ -214,6 +226,7 @@ RunSettings with_defaults(const RunConfig& c) {
   s.min_length = c.min_length.value_or(s.min_length);
   s.batch = c.batch.value_or(s.batch);
   s.model = model_of(c, s.model);
+  if (s.task == Task::LanguageModel) s.model.encoder_layers = 0;  // the decoder alone
   s.init = c.init;
   s.resume = c.resume;
   s.optimizer = c.optimizer.value_or(s.optimizer);
@@ -282,7 +295,7 @@ Settled settle(const RunConfig& asked, const SettleContext& context) {
 void fit_to_steps(RunSettings& s, const RunConfig& asked) {
   if (s.recipe) {
     if (!asked.warmup) s.warmup = std::clamp<int64_t>(s.steps / 10, 1, s.recipe->warmup);
-    if (!asked.eval_every && !s.dev.empty())
+    if (!asked.eval_every && (!s.dev.empty() || s.recipe->model.decoder_only()))
       s.eval_every = std::max<int64_t>(1, s.steps / s.recipe->checks);
   }
   if (s.schedule_steps == 0) s.schedule_steps = s.steps;
@@ -290,6 +303,8 @@ void fit_to_steps(RunSettings& s, const RunConfig& asked) {
 
 void validate(const RunSettings& s) {
   require(s.steps > 0, fmt::format("--steps must be positive, got {}", s.steps));
+  require(s.model.decoder_layers > 0,
+          fmt::format("--layers must be positive, got {}", s.model.decoder_layers));
   require(s.batch > 0, fmt::format("--batch must be positive, got {}", s.batch));
   require(s.lr >= 0.0f,
           fmt::format("--lr must not be negative, got {} (0: the schedule's default)", s.lr));
@@ -316,12 +331,14 @@ void validate(const RunSettings& s) {
           fmt::format("--batch-tokens must be positive, got {}", s.batch_tokens));
   require(s.vocab_size >= 0,
           fmt::format("--vocab-size must not be negative, got {}", s.vocab_size));
-  require(is_text(s.task) || s.data.empty(),
-          fmt::format("--data is for --task translate; --task {} generates its data ({})",
+  require(is_tokenized(s.task) || s.data.empty(),
+          fmt::format("--data is for --task translate and lm; --task {} generates its data ({})",
                       name_of(s.task), "--pairs reads a file of ids"));
-  require(s.task == Task::Translate || s.dev.empty(), "--dev is for --task translate");
-  require(!is_text(s.task) || s.pairs.empty(),
-          "--pairs holds token ids; sentence pairs for --task translate go in --data");
+  require(s.task == Task::Translate || s.task == Task::LanguageModel || s.dev.empty(),
+          "--dev is for --task translate and lm");
+  require(!is_tokenized(s.task) || s.pairs.empty(),
+          "--pairs holds token ids; sentence pairs for --task translate, or text for --task lm, "
+          "go in --data");
 }
 
 float schedule_rate(const RunSettings& s) {

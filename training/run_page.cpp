@@ -148,15 +148,16 @@ std::vector<int64_t> snapshot_steps(int64_t last_step, int64_t count) {
 std::string PageHistory::to_json() const {
   json snapshots_json = json::array();
   for (const viz::AttentionSnapshot& s : snapshots) snapshots_json.push_back(snapshot_json(s));
-  return json{{"metric", metric},
-              {"metric_steps", metric_steps},
-              {"metric_values", metric_values},
-              {"snapshots", snapshots_json},
-              {"training_seconds", training_seconds},
-              {"checking_seconds", checking_seconds},
-              {"target_tokens", target_tokens},
-              {"sequences", sequences}}
-      .dump();
+  json j{{"metric", metric},
+         {"metric_steps", metric_steps},
+         {"metric_values", metric_values},
+         {"snapshots", snapshots_json},
+         {"training_seconds", training_seconds},
+         {"checking_seconds", checking_seconds},
+         {"target_tokens", target_tokens},
+         {"sequences", sequences}};
+  if (!samples.empty()) j["samples"] = samples;  // a language model's only
+  return j.dump();
 }
 
 PageHistory PageHistory::from_json(const std::string& text, const std::string& source) {
@@ -167,6 +168,7 @@ PageHistory PageHistory::from_json(const std::string& text, const std::string& s
     j.at("metric_steps").get_to(h.metric_steps);
     j.at("metric_values").get_to(h.metric_values);
     for (const json& s : j.at("snapshots")) h.snapshots.push_back(snapshot_of(s));
+    if (j.contains("samples")) j.at("samples").get_to(h.samples);  // added with language models
     j.at("training_seconds").get_to(h.training_seconds);
     j.at("checking_seconds").get_to(h.checking_seconds);
     j.at("target_tokens").get_to(h.target_tokens);
@@ -199,6 +201,7 @@ bool PageRecorder::at_step(Transformer& model, int64_t step) {
   history_.metric_steps.push_back(static_cast<double>(step));
   // Two decimals are all a reader can see, and keep the page's JSON short.
   history_.metric_values.push_back(std::round(metric_.score(model) * 100.0) / 100.0);
+  if (metric_.sample) history_.samples.emplace_back(step, metric_.sample(model));
   return true;
 }
 
@@ -333,6 +336,9 @@ viz::RunPage run_page(const RunPageHeader& header, const Transformer& model,
   page.curves = training_curves(losses, rates, history);
   page.timings = timing_facts(history, std::ssize(losses));
   page.snapshots = history.snapshots;
+  // A language model's samples, newest first: what it writes now, then how it got there.
+  for (auto it = history.samples.rbegin(); it != history.samples.rend(); ++it)
+    page.samples.push_back({.source = fmt::format("step {}", it->first), .output = it->second});
   return page;
 }
 

@@ -47,6 +47,8 @@ struct PageHistory {
   std::string metric{};  // what metric_values are: "BLEU, greedy, 100 dev pairs"
   std::vector<double> metric_steps{}, metric_values{};
   std::vector<viz::AttentionSnapshot> snapshots{};
+  // A language model's: a text it sampled at each snapshot, (step, text).
+  std::vector<std::pair<int64_t, std::string>> samples{};
   double training_seconds = 0.0;  // the steps alone, over every part of a resumed run
   double checking_seconds = 0.0;  // evaluations and snapshots
   int64_t target_tokens = 0, sequences = 0;
@@ -63,6 +65,8 @@ class PageRecorder {
   struct Metric {
     std::string name;                           // "BLEU, greedy, 100 dev pairs"
     std::function<double(Transformer&)> score;  // must leave the model as it found it
+    // A language model's: the text to keep with each snapshot; none for other tasks.
+    std::function<std::string(Transformer&)> sample{};
   };
   PageRecorder(data::Pair pair, TokenNames names, Metric metric, int64_t last_step, int64_t count,
                PageHistory history = {});

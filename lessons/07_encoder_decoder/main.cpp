@@ -206,7 +206,7 @@ Tensor decoder_layer_by_hand(DecoderLayer& layer, const Tensor& y, const Tensor&
   // 1. masked self-attention: queries, keys and values all from y       [B, T, D]
   Tensor x = layer.norm1.forward(y + layer.self_attn.forward(y, y, tgt_mask));
   // 2. encoder-decoder attention: queries from x, keys and values from memory [B, S, D]
-  x = layer.norm2.forward(x + layer.cross_attn.forward(x, memory, src_mask));
+  x = layer.norm2->forward(x + layer.cross_attn->forward(x, memory, src_mask));
   // 3. the position-wise feed-forward network                            [B, T, D]
   return layer.norm3.forward(x + layer.ffn.forward(x));
   // [/snippet]
@@ -591,12 +591,12 @@ void keys_set_the_columns(Transformer& model, const Batch& batch, Checks& check)
   const Tensor memory = model.encode(src, src_mask);
   DecoderLayer& first = *model.decoder.layers[0];
   const Tensor y0 = model.decode(tgt, memory, src_mask, nn::target_mask(tgt, 0));  // any [B,T,D]
-  first.cross_attn.record_attention = true;
-  first.cross_attn.forward(y0, memory, src_mask);
-  const Tensor with_memory = first.cross_attn.last_attention;
-  first.cross_attn.forward(y0, y0, nn::padding_mask(tgt, model.config.pad_id));
-  const Tensor with_itself = first.cross_attn.last_attention;
-  first.cross_attn.record_attention = false;
+  first.cross_attn->record_attention = true;
+  first.cross_attn->forward(y0, memory, src_mask);
+  const Tensor with_memory = first.cross_attn->last_attention;
+  first.cross_attn->forward(y0, y0, nn::padding_mask(tgt, model.config.pad_id));
+  const Tensor with_itself = first.cross_attn->last_attention;
+  first.cross_attn->record_attention = false;
   check(with_memory.shape() == Shape({bsz, heads, t_len, s_len}) &&
             with_itself.shape() == Shape({bsz, heads, t_len, t_len}),
         fmt::format("the same module gives {} with memory as keys and {} with the target as "

@@ -615,7 +615,7 @@ struct MultiplyAdds {
 // Per row and position, every projection a decoder layer applies to one token.
 int64_t projections_per_token(const DecoderLayer& layer) {
   const auto& self = layer.self_attn;
-  const auto& cross = layer.cross_attn;
+  const auto& cross = *layer.cross_attn;
   return self.q.weight.numel() + self.k.weight.numel() + self.v.weight.numel() +
          self.o.weight.numel() + cross.q.weight.numel() + cross.o.weight.numel() +
          layer.ffn.linear1.weight.numel() + layer.ffn.linear2.weight.numel();
@@ -641,7 +641,7 @@ MultiplyAdds uncached_step(const Transformer& model, int64_t t, int64_t src_len)
   for (const auto& layer : model.decoder.layers) {
     m.attention += 2 * t * t * d;
     m.rest += t * (projections_per_token(*layer) + 2 * src_len * d) +
-              src_len * (layer->cross_attn.k.weight.numel() + layer->cross_attn.v.weight.numel());
+              src_len * (layer->cross_attn->k.weight.numel() + layer->cross_attn->v.weight.numel());
   }
   return m;
 }
@@ -668,7 +668,7 @@ StepTimes time_step(Transformer& model, const IndexTensor& src, int64_t t) {
   for (const auto& layer : model.decoder.layers) {
     DecoderLayerCache one;
     one.self_attn = {Tensor::randn({rows, t - 1, d}, rng), Tensor::randn({rows, t - 1, d}, rng)};
-    one.cross_attn = {layer->cross_attn.k.forward(memory), layer->cross_attn.v.forward(memory)};
+    one.cross_attn = {layer->cross_attn->k.forward(memory), layer->cross_attn->v.forward(memory)};
     filled.push_back(one);
   }
   const int32_t letter = data::kNumSpecial;  // "a": any token costs the same

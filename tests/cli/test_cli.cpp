@@ -33,6 +33,7 @@
 
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
 using gf::testing::program_command;
 using gf::testing::TempDir;
 
@@ -185,6 +186,9 @@ TEST_CASE("help for the command and each subcommand names the main flags", "[cli
       {{"translate", "--help"}, {"--ckpt", "--beam", "--length-penalty"}},
       {{"eval", "--help"},
        {"--ckpt", "--data", "--beam", "--length-penalty", "--alignment-layer", "--hypotheses"}},
+      {{"sample", "--help"},
+       {"--ckpt", "--prompt", "--length", "--temperature", "--top-k", "--top-p", "--count",
+        "--seed"}},
       {{"generate", "--help"},
        {"--task", "--split", "--train", "--dev", "--test", "--seed", "--out"}}};
   for (const auto& [args, flags] : cases) {
@@ -484,7 +488,8 @@ TEST_CASE("mistakes exit non-zero with a message on stderr and never crash", "[c
       {{"train", "--heads", "3", "--d-model", "32"},
        "heads (3) must be positive and divide d_model (32)"},
       {{"train", "--steps", "0"}, "--steps must be positive, got 0"},
-      {{"train", "--task", "cpy"}, "--task: cpy not in {copy,reverse,translate,toy-translation}"},
+      {{"train", "--task", "cpy"},
+       "--task: cpy not in {copy,reverse,translate,toy-translation,lm}"},
       {{"train", "--pairs", missing}, "File does not exist: " + missing},
       {{"train", small, "--pairs", bad}, bad + ":2: expected SRC<TAB>TGT, found no tab"},
       {{"train", "--label-smoothing", "1.5"}, "--label-smoothing 1.5 is outside [0, 1)"},
@@ -617,7 +622,7 @@ TEST_CASE("every flag that makes no sense is refused, saying what is allowed",
       {{"train", "--d-model", "0"}, "d_model must be positive, got 0"},
       {{"train", "--d-ff", "-3"}, "d_ff must be positive, got -3"},
       {{"train", "--heads", "0"}, "heads (0) must be positive and divide d_model (64)"},
-      {{"train", "--layers", "0"}, "encoder_layers must be positive, got 0"},
+      {{"train", "--layers", "0"}, "--layers must be positive, got 0"},
       {{"train", "--max-len", "0"}, "max_len must be in [1, 65536], got 0"},
       {{"train", "--dropout", "1.5"}, "dropout 1.5 is outside [0, 1)"},
       {{"train", "--vocab-size", "4"}, "vocab_size is 4 but must be at least 5"},
@@ -936,4 +941,39 @@ TEST_CASE("train --minutes plans a number of steps, and --steps with it repeats 
   CHECK(resumed.status != 0);
   CHECK_THAT(resumed.err, Contains("--minutes plans a new run; to continue one with --resume, give "
                                    "--steps, the total to reach"));
+}
+
+TEST_CASE("train --task lm makes a decoder-only model whose text sample prints, seeded",
+          "[cli][train][sample]") {
+  const TempDir dir("cli_lm");
+  std::string text;
+  for (int i = 0; i < 40; ++i) text += "a cat sat.\na dog ran.\n";
+  write_file(dir / "train.txt", text);
+  const fs::path ckpt = dir / "lm.safetensors";
+  const Result trained = transformer(
+      words("train --task lm --tokenizer char --d-model 32 --d-ff 64 --heads 2 --layers 1 "
+            "--max-len 16 --batch 8 --steps 30 --warmup 5 --snapshots 2 --eval-count 4") +
+      Args{"--data", (dir / "train.txt").string(), "--save", ckpt.string()});
+  INFO(trained);
+  REQUIRE(trained.status == 0);
+  CHECK_THAT(trained.err, Contains("1 layers, decoder-only"));
+  CHECK_THAT(trained.out, Contains("on the training text's"));
+  CHECK_THAT(trained.out, Contains("the bigram model's"));
+
+  const Args sample =
+      words("sample --length 12 --seed 3 --top-k 5") + Args{"--ckpt", ckpt.string()};
+  const Result first = transformer(sample + Args{"--prompt", "a c"});
+  INFO(first);
+  REQUIRE(first.status == 0);
+  CHECK_THAT(first.out, StartsWith("a c"));
+  CHECK(transformer(sample + Args{"--prompt", "a c"}).out == first.out);  // the seed decides
+  const Result two = transformer(sample + Args{"--prompt", "a c", "--count", "2"});
+  CHECK(lines_of(two.out).size() >= 3);  // two samples and the empty line between them
+  expect_refused({
+      {sample + Args{"--temperature", "0"}, "--temperature must be positive"},
+      {sample + Args{"--top-p", "2"}, "--top-p must be in (0, 1]"},
+      {words("decode") + Args{"--ckpt", ckpt.string()}, "the model is decoder-only", "5 6 2\n"},
+      {words("sample --ckpt") + Args{tiny_checkpoint(dir).string()}, "holds an encoder-decoder"},
+      {words("train --task lm --steps 2"), "--task lm needs --data"},
+  });
 }

@@ -113,3 +113,33 @@ TEST_CASE("restoring a by-length position over other pairs is refused", "[data][
   CHECK_THROWS_WITH(other.restore(source.position()),
                     Catch::Contains("the training pairs differ from those of the run"));
 }
+
+TEST_CASE("a windows source draws windows of the stream after bos, and goes back to a position",
+          "[data][batch_source]") {
+  std::vector<int32_t> stream;
+  for (int32_t i = 0; i < 50; ++i) stream.push_back(4 + i % 7);
+  BatchSource source = BatchSource::windows(stream, 5, 3, 1, Rng(8));
+  CHECK(source.longest() == 6);
+  CHECK(source.stream().size() == 50);
+  const BatchPosition start = source.position();
+  const Batch first = source.next();
+  CHECK(first.src.shape() == Shape{3, 0});
+  CHECK(first.tgt_in.shape() == Shape{3, 5});
+  CHECK(first.target_tokens == 15);
+  for (int64_t b = 0; b < 3; ++b) {
+    CHECK(first.tgt_in.data()[b * 5] == 1);  // each window is read after bos
+    // tgt_out is tgt_in shifted by one, and both are consecutive tokens of the stream.
+    for (int64_t t = 1; t < 5; ++t)
+      CHECK(first.tgt_in.data()[b * 5 + t] == first.tgt_out.data()[b * 5 + t - 1]);
+    const int32_t first_token = first.tgt_out.data()[b * 5];
+    for (int64_t t = 1; t < 5; ++t)
+      CHECK(first.tgt_out.data()[b * 5 + t] == 4 + (first_token - 4 + t) % 7);
+  }
+  const Batch second = source.next();
+  source.restore(start);
+  CHECK(same_batch(source.next(), first));
+  CHECK(same_batch(source.next(), second));
+  CHECK_THROWS_WITH(
+      BatchSource::windows({4, 5, 6}, 3, 2, 1, Rng(1)),
+      Catch::Matchers::Contains("the text has 3 tokens, too few for one window of 3"));
+}

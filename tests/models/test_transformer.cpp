@@ -576,3 +576,111 @@ TEST_CASE("a checkpoint whose positions metadata does not fit its tensors is ref
   nn::save_checkpoint(path, learned, learned.config.to_metadata());
   CHECK(from_file().learned_positions);
 }
+
+// ---- The decoder alone (encoder_layers = 0) ---------------------------------------------
+
+namespace {
+
+TransformerConfig decoder_only(bool tied = true, bool norm_first = true) {
+  TransformerConfig c = tiny(tied, norm_first);
+  c.encoder_layers = 0;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("a decoder-only model has the decoder's names, less cross-attention",
+          "[models][transformer][decoder-only]") {
+  Rng rng(21);
+  const Transformer tied(decoder_only(true, true), rng);
+  const auto names = names_of(tied);
+  for (const char* name : {"embed.weight", "decoder.layers.0.self_attn.q.weight",
+                           "decoder.layers.1.norm1.bias", "decoder.layers.0.ffn.linear2.weight",
+                           "decoder.layers.1.norm3.weight", "decoder.norm.weight"}) {
+    INFO(name);
+    CHECK(names.count(name) == 1);
+  }
+  for (const std::string& name : names) {
+    INFO(name);
+    CHECK(name.find("encoder") == std::string::npos);
+    CHECK(name.find("cross_attn") == std::string::npos);
+    CHECK(name.find("norm2") == std::string::npos);
+  }
+  const Transformer untied(decoder_only(false, false), rng);
+  const auto untied_names = names_of(untied);
+  CHECK(untied_names.count("tgt_embed.weight") == 1);
+  CHECK(untied_names.count("generator.weight") == 1);
+  CHECK(untied_names.count("src_embed.weight") == 0);
+  CHECK(untied_names.count("decoder.norm.weight") == 0);  // post-norm: no final norm
+  // Per layer: self-attention, the feed-forward network and two norms.
+  const int64_t d = 16, f = 32;
+  const int64_t attention = 4 * (d * d + d), ffn = d * f + f + f * d + d, norm = 2 * d;
+  CHECK(tied.parameter_count() == 11 * d + 2 * (attention + ffn + 2 * norm) + norm);
+}
+
+TEST_CASE("a decoder-only model predicts each next token from the tokens before it alone",
+          "[models][transformer][decoder-only]") {
+  Rng rng(22);
+  Transformer model(decoder_only(), rng);
+  const Tensor a = model.forward(IndexTensor::from({1, 4}, {1, 5, 6, 7}));
+  const Tensor b = model.forward(IndexTensor::from({1, 4}, {1, 5, 9, 3}));
+  CHECK(a.shape() == Shape{1, 4, 11});
+  for (int64_t j = 0; j < 11; ++j) {
+    CHECK(a.at({0, 0, j}) == b.at({0, 0, j}));
+    CHECK(a.at({0, 1, j}) == b.at({0, 1, j}));
+  }
+  CHECK(a.at({0, 2, 0}) != b.at({0, 2, 0}));
+  // The pair form with an empty source is the same pass.
+  const Tensor pair_form =
+      model.forward(IndexTensor::from({1, 0}, {}), IndexTensor::from({1, 4}, {1, 5, 6, 7}));
+  CHECK(pair_form.to_vector() == a.to_vector());
+  // Padding on the right changes nothing before it.
+  const Tensor padded = model.forward(IndexTensor::from({1, 6}, {1, 5, 6, 7, 0, 0}));
+  for (int64_t t = 0; t < 4; ++t)
+    for (int64_t j = 0; j < 11; ++j) CHECK(padded.at({0, t, j}) == Approx(a.at({0, t, j})));
+}
+
+TEST_CASE("a decoder-only model refuses a source and an encoder-decoder refuses to go without",
+          "[models][transformer][decoder-only]") {
+  Rng rng(23);
+  Transformer model(decoder_only(), rng);
+  CHECK_THROWS_WITH(
+      model.forward(IndexTensor::from({1, 2}, {5, 2}), IndexTensor::from({1, 2}, {1, 5})),
+      Contains("a decoder-only model reads no source"));
+  CHECK_THROWS_AS(model.encode(IndexTensor::from({1, 2}, {5, 2}), Tensor{}), std::logic_error);
+  Transformer encoder_decoder(tiny(), rng);
+  CHECK_THROWS_AS(encoder_decoder.forward(IndexTensor::from({1, 2}, {1, 5})), std::logic_error);
+  CHECK(model.attention_modules().size() == 2);  // one self-attention per layer
+}
+
+TEST_CASE("a decoder-only checkpoint says its kind, and reloads to the same logits",
+          "[models][checkpoint][decoder-only]") {
+  Rng rng(24);
+  Transformer model(decoder_only(false, true), rng);
+  const auto metadata = model.config.to_metadata();
+  CHECK(metadata.at("kind") == "decoder-only");
+  CHECK(metadata.at("encoder_layers") == "0");
+  CHECK(tiny().to_metadata().count("kind") == 0);  // an encoder-decoder's file is unchanged
+  const gf::testing::TempDir dir("models");
+  nn::save_checkpoint(dir.file("lm.safetensors"), model, metadata);
+  const nn::SafetensorsFile file = nn::load_safetensors(dir.file("lm.safetensors"));
+  Rng other(99);
+  Transformer loaded(TransformerConfig::from_checkpoint(file, "lm.safetensors"), other);
+  nn::load_checkpoint(dir.file("lm.safetensors"), loaded);
+  const IndexTensor tokens = IndexTensor::from({1, 3}, {1, 7, 8});
+  CHECK(loaded.forward(tokens).to_vector() == model.forward(tokens).to_vector());
+
+  auto bad = metadata;
+  bad["kind"] = "encoder-decoder";
+  CHECK_THROWS_WITH(
+      TransformerConfig::from_metadata(bad, "lm.safetensors"),
+      Contains("metadata \"kind\" is \"encoder-decoder\", but \"encoder_layers\" is 0"));
+  bad["kind"] = "gpt";
+  CHECK_THROWS_WITH(TransformerConfig::from_metadata(bad, "lm.safetensors"),
+                    Contains("\"kind\" is \"gpt\", not encoder-decoder or decoder-only"));
+  bad = metadata;
+  bad["encoder_layers"] = "-1";
+  bad.erase("kind");
+  CHECK_THROWS_WITH(TransformerConfig::from_metadata(bad, "lm.safetensors"),
+                    Contains("encoder_layers must be 0 (decoder-only) or more, got -1"));
+}

@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
-"""scripts/mo_pairs.py and scripts/corpus.py on message catalogs and packages made here, offline.
+"""scripts/mo_pairs.py, scripts/fortune_text.py and scripts/corpus.py on message catalogs, fortune
+files and packages made here, offline.
 
 The catalogs are written by a small .mo writer below (the GNU format Python's gettext reads);
-the packages are built with dpkg-deb and put into corpus.py's cache under the names apt-get
-download gives, so corpus.py finds them all and never starts apt.
+the fortune files hold what Debian's do (overstrikes, escape sequences, text encoded twice,
+duplicates, empty documents) and a file that is not UTF-8; the packages are built with
+dpkg-deb and put into corpus.py's cache under the names apt-get download gives, so corpus.py
+finds them all and never starts apt.
 """
 import contextlib
 import hashlib
@@ -18,6 +21,7 @@ import unittest
 
 SCRIPTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts")
 sys.path.insert(0, SCRIPTS)
+import fortune_text  # noqa: E402
 import mo_pairs  # noqa: E402
 
 HEADER = "Content-Type: text/plain; charset=UTF-8\nPlural-Forms: nplurals=2; plural=(n != 1);\n"
@@ -239,6 +243,231 @@ class Corpus(unittest.TestCase):
         result = self.run_corpus()
         self.assertEqual(result.returncode, 2)
         self.assertIn("xx.packages:4: expected NAME VERSION, got 'two words here'", result.stderr)
+
+
+# Fortune files as Debian's are: one that ends without a separator, "%" lines with spaces after,
+# two separators in a row (an empty document), a document in two files, CRLF line ends, trailing
+# blanks, a bell, ANSI colours (one sequence interrupted by another, one written "^[[32m", as in
+# fortunes-zh's chinese; other caret notation is text, as in fortunes' linux), an underline and
+# an accent made by backspacing, a right quote encoded twice, twice over (as in fortunes' law),
+# a pound sign encoded twice (as in pets), and a file in GB2312, not UTF-8.
+ALPHA = ("Plain first.\n%\n%\nHonor'\be de Balzac wrote *___\b\b\bnot* this.\r\n%   \n"
+         "^[[32mBell\a and \x1b[32mcolour\x1b[m, \x1b[35;1mtwice\x1b[;\x1b[34;1mm here.   \n\n%\n"
+         "Don\u00c3\u00a2\u00c2\u0080\u00c2\u0099t pay \u00c2\u00a35.\n%\n").encode()
+BETA = ("Plain first.\n%\n\n  Indented, kept.\t\n\n  Second paragraph.\n%\nKeys ^[[D^[[D stay.\n%\n"
+        + "".join(f"Fortune number {i}.\n%\n" for i in range(60))).encode()
+ZETA = "Last file, no final separator".encode()
+GAMMA = "中文\n%\n".encode("gb2312")
+
+# What a reader sees of them, in file order (alpha, beta, zeta; gamma is left out), each once.
+CLEAN = ["Plain first.", "Honoré de Balzac wrote *not* this.", "Bell and colour, twice here.",
+         "Don\u2019t pay \u00a35.", "  Indented, kept.\n\n  Second paragraph.", "Keys ^[[D^[[D stay.",
+         *(f"Fortune number {i}." for i in range(60)), "Last file, no final separator"]
+
+
+def write_fortunes(directory):
+    """The fortune files above, with a strfile index and a .u8 link beside one, as Debian has them."""
+    for name, data in (("alpha", ALPHA), ("beta", BETA), ("gamma", GAMMA), ("zeta", ZETA),
+                       ("alpha.dat", b"\0\0\0\2 an index, not text")):
+        with open(os.path.join(directory, name), "wb") as f:
+            f.write(data)
+    os.symlink("alpha", os.path.join(directory, "alpha.u8"))
+
+
+def expected_parts():
+    """The three files CLEAN must give: each document where its sha256 sends it, in file order."""
+    texts = {part: "" for part in ("train", "dev", "test")}
+    for document in CLEAN:
+        texts[part_of(document)] += document + "\n%\n"
+    return texts
+
+
+def read_texts(out):
+    texts = {}
+    for part in ("train", "dev", "test"):
+        with open(os.path.join(out, part + ".txt"), "rb") as f:
+            texts[part] = f.read().decode("utf-8")  # strictly: an invalid byte fails the test
+    return texts
+
+
+class FortuneText(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+        self.fortunes = os.path.join(self.dir, "fortunes")
+        os.makedirs(self.fortunes)
+        write_fortunes(self.fortunes)
+
+    def tearDown(self):
+        shutil.rmtree(self.dir)
+
+    def make(self):
+        out = os.path.join(self.dir, "out")
+        with contextlib.redirect_stdout(io.StringIO()):
+            made = fortune_text.make_corpus(self.fortunes, out)
+        return made, read_texts(out)
+
+    def test_keeps_the_text_a_reader_sees_once_each_in_file_order(self):
+        made, texts = self.make()
+        self.assertEqual(texts, expected_parts())
+        self.assertEqual(made["read"], 3)
+        self.assertEqual(made["skipped"], ["gamma (not UTF-8 at byte 0)"])
+        self.assertEqual(made["documents"], len(CLEAN) + 2)
+        self.assertEqual(made["dropped"], {"empty": 1, "duplicate": 1})
+        self.assertEqual(made["changed"], {"twice-encoded": 1, "overstrike": 1, "control": 1,
+                                           "trailing-whitespace": 3})
+        self.assertGreater(len(texts["dev"]), 0)
+        self.assertGreater(len(texts["test"]), 0)
+        for text in texts.values():
+            self.assertNotIn("\r", text)
+            self.assertFalse([c for c in text if c not in "\n\t" and ord(c) < 32])
+
+    def test_counts_what_each_part_holds(self):
+        made, texts = self.make()
+        for part, text in texts.items():
+            documents = [document for document in CLEAN if part_of(document) == part]
+            self.assertEqual(made["parts"][part], {
+                "documents": len(documents),
+                "lines": sum(len(document.split("\n")) for document in documents),
+                "words": sum(len(document.split()) for document in documents),
+                "characters": len(text), "distinct-characters": len(set(text)),
+                "bytes": len(text.encode())})
+
+    def test_a_document_keeps_its_part_when_others_come(self):
+        _, texts = self.make()
+        with open(os.path.join(self.fortunes, "omega"), "w", encoding="utf-8") as f:
+            f.write("".join(f"Another fortune {i}.\n%\n" for i in range(40)))
+        _, more = self.make()
+        for part in texts:
+            kept = "".join(document + "\n%\n" for document in more[part].split("\n%\n")[:-1]
+                           if not document.startswith("Another fortune"))
+            self.assertEqual(kept, texts[part])
+
+    def test_prints_overstrikes_as_a_printer_does(self):
+        for struck, shown in (("_\bN", "N"), ("I\bI", "I"), ("__\b\bis", "is"), ("'\be", "é"),
+                              ("e\b'", "é"), ("^\bu", "û"), (",\bc", "ç"), ('"\bu', "ü"), ("`\ba", "à"),
+                              ("'\bq", "q"), ("\bx", "x"), ("ab\b\bcd", "cd")):
+            self.assertEqual(fortune_text.overstrike(struck), shown, repr(struck))
+
+
+@unittest.skipUnless(shutil.which("dpkg-deb") and shutil.which("apt-get"), "needs Debian's dpkg-deb, apt-get")
+class TextCorpus(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+        self.spec = os.path.join(self.dir, "spec")
+        self.cache = os.path.join(self.dir, "cache")
+        self.out = os.path.join(self.dir, "out")
+        self.debs = os.path.join(self.cache, "debs")
+        os.makedirs(self.spec)
+        os.makedirs(self.debs)
+        fortunes = os.path.join(self.dir, "fortunes")
+        os.makedirs(fortunes)
+        write_fortunes(fortunes)
+
+        def data(name):
+            with open(os.path.join(fortunes, name), "rb") as f:
+                return f.read()
+        games = "usr/share/games/fortunes/"
+        build_deb(self.debs, "gf-fortunes", "1:2.0-1", {
+            games + "alpha": data("alpha"), games + "alpha.dat": data("alpha.dat"),
+            games + "alpha.u8": "->alpha", games + "gamma": data("gamma"), games + "zeta": data("zeta"),
+            games + "off/rude": b"Not taken: not directly in the directory.\n%\n",
+            "usr/share/doc/gf-fortunes/notes": b"Not taken: not in the directory.\n%\n"})
+        build_deb(self.debs, "gf-fortunes-min", "2:2.0-1", {games + "beta": data("beta")})
+        with open(os.path.join(self.spec, "yy.packages"), "w") as f:
+            f.write("# test fortunes\nfortune-files: usr/share/games/fortunes/\n"
+                    "gf-fortunes 1:2.0-1\ngf-fortunes-min 2:2.0-1  # beta\n")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir)
+
+    def run_corpus(self, *names, arch="amd64", out=None):
+        command = [sys.executable, os.path.join(SCRIPTS, "corpus.py"), *names, "--arch", arch,
+                   "--out", out or self.out, "--cache", self.cache, "--spec-dir", self.spec,
+                   "--mirror", "http://offline.invalid"]  # never asked: every package is in the cache
+        return subprocess.run(command, capture_output=True, text=True)
+
+    def manifest(self, out=None):
+        with open(os.path.join(out or self.out, "yy", "MANIFEST"), encoding="utf-8") as f:
+            return [line.rstrip("\n") for line in f if not line.startswith("#")]
+
+    def test_writes_the_clean_text_and_a_manifest_of_it(self):
+        result = self.run_corpus("yy")
+        self.assertEqual(result.returncode, 1, result.stderr)  # nothing to compare with yet
+        self.assertIn("no committed manifest", result.stdout)
+        self.assertIn("yy.all.manifest", result.stdout)  # every package is Architecture: all
+        texts = read_texts(os.path.join(self.out, "yy"))
+        self.assertEqual(texts, expected_parts())
+
+        def sha256(path):
+            with open(path, "rb") as f:
+                return hashlib.sha256(f.read()).hexdigest()
+        sources = os.path.join(self.cache, "text", "yy")
+        self.assertEqual(sorted(os.listdir(sources)), ["alpha", "beta", "gamma", "zeta"])
+        lines = self.manifest()
+        self.assertEqual(lines[:2], ["text yy", "architecture all"])
+        sizes = {}
+        for part, text in texts.items():
+            separators = text.count("\n%\n")
+            sizes[part] = {"documents": separators, "lines": text.count("\n") - separators,
+                           "words": len(text.split()) - separators, "characters": len(text),
+                           "distinct-characters": len(set(text)), "bytes": len(text.encode())}
+        fortunes_deb = os.path.join(self.debs, "gf-fortunes_1%3a2.0-1_all.deb")
+        fortunes_min_deb = os.path.join(self.debs, "gf-fortunes-min_2%3a2.0-1_all.deb")
+        self.assertEqual(lines[3:], [
+            f"package gf-fortunes 1:2.0-1 all sha256={sha256(fortunes_deb)}",
+            f"package gf-fortunes-min 2:2.0-1 all sha256={sha256(fortunes_min_deb)}",
+            *(f"source {name} {package} sha256={hashlib.sha256(content).hexdigest()}"
+              for name, package, content in (
+                  ("alpha", "gf-fortunes", ALPHA), ("beta", "gf-fortunes-min", BETA),
+                  ("gamma", "gf-fortunes", GAMMA), ("zeta", "gf-fortunes", ZETA))),
+            "sources read 3", "sources skipped 1 gamma (not UTF-8 at byte 0)",
+            f"documents read {len(CLEAN) + 2}", "dropped empty 1", "dropped duplicate 1",
+            "changed twice-encoded 1", "changed overstrike 1", "changed control 1",
+            "changed trailing-whitespace 3",
+            *(f"{measure} {part} {sizes[part][measure]}"
+              for measure in ("documents", "lines", "words", "characters", "distinct-characters", "bytes")
+              for part in ("train", "dev", "test")),
+            *(f"file {part}.txt sha256={sha256(os.path.join(self.out, 'yy', part + '.txt'))}"
+              for part in ("train", "dev", "test"))])
+
+    def test_one_manifest_for_every_architecture(self):
+        self.run_corpus("yy")
+        lines = self.manifest()
+        with open(os.path.join(self.spec, "yy.all.manifest"), "w", encoding="utf-8") as f:
+            f.write("".join(line + "\n" for line in lines))
+        other_out = os.path.join(self.dir, "out-arm64")
+        for arch, out in (("amd64", self.out), ("arm64", other_out)):
+            result = self.run_corpus("yy", arch=arch, out=out)
+            self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+            self.assertIn("yy: identical to the corpus the README reports", result.stdout)
+        self.assertEqual(self.manifest(other_out), lines)
+        self.assertEqual(read_texts(os.path.join(other_out, "yy")), read_texts(os.path.join(self.out, "yy")))
+
+        # Another text: the differing counts and files are printed and the exit status says so.
+        with open(os.path.join(self.spec, "yy.all.manifest"), "w", encoding="utf-8") as f:
+            f.write("".join(line.replace("dropped duplicate 1", "dropped duplicate 2") + "\n"
+                            for line in lines))
+        result = self.run_corpus("yy")
+        self.assertEqual(result.returncode, 1)
+        self.assertIn("yy: DIFFERS from the corpus the README reports", result.stdout)
+        self.assertIn("dropped duplicate: expected 2, made 1", result.stdout)
+
+    def test_a_language_and_a_text_in_one_run(self):
+        catalogs = os.path.join(self.dir, "catalogs")
+        os.makedirs(catalogs)
+        write_mo(os.path.join(catalogs, "a.mo"), MANY)
+        with open(os.path.join(catalogs, "a.mo"), "rb") as f:
+            build_deb(self.debs, "gf-one", "1.0", {"usr/share/locale/xx/LC_MESSAGES/a.mo": f.read()})
+        with open(os.path.join(self.spec, "xx.packages"), "w") as f:
+            f.write("gf-one 1.0\n")
+        result = self.run_corpus("xx", "yy")
+        self.assertEqual(result.returncode, 1, result.stderr)  # no committed manifests
+        self.assertIn("take out their catalogs and fortune files", result.stdout)
+        pairs = read_parts(os.path.join(self.out, "xx"))
+        self.assertEqual(sum(len(lines) for lines in pairs.values()), len(MANY))
+        self.assertEqual(read_texts(os.path.join(self.out, "yy")), expected_parts())
+        with open(os.path.join(self.out, "xx", "MANIFEST"), encoding="utf-8") as f:
+            self.assertNotIn("gf-fortunes", f.read())
 
 
 if __name__ == "__main__":

@@ -67,7 +67,7 @@ TEST_CASE("score_alignment restores the model mode and attention recording and g
   Transformer model(tiny_config(tokenizer.size()), rng);
   const data::SentencePairsFile file{
       .name = "dev.tsv", .pairs = {{"a b c", "x y z", "0-0 1-1 2-2"}}, .lines = {1}, .skipped = {}};
-  nn::MultiHeadAttention& last = model.decoder.layers.back()->cross_attn;
+  nn::MultiHeadAttention& last = *model.decoder.layers.back()->cross_attn;
 
   model.train();
   REQUIRE(grad_enabled());
@@ -80,7 +80,7 @@ TEST_CASE("score_alignment restores the model mode and attention recording and g
     model.record_attention(true);
     score_alignment(model, tokenizer, file);
     CHECK(last.record_attention);
-    CHECK(model.decoder.layers.front()->cross_attn.record_attention);
+    CHECK(model.decoder.layers.front()->cross_attn->record_attention);
   }
   SECTION("the same when a line is refused") {
     const data::SentencePairsFile bad{
@@ -109,7 +109,7 @@ TEST_CASE("score_alignment scores the heads' mean or one head of the layer",
   const int64_t heads = model.config.heads;
   std::vector<data::AlignmentScore> by_head(static_cast<size_t>(heads));
   data::AlignmentScore by_mean;
-  nn::MultiHeadAttention& cross = model.decoder.layers.back()->cross_attn;
+  nn::MultiHeadAttention& cross = *model.decoder.layers.back()->cross_attn;
   model.eval();
   cross.record_attention = true;
   for (const data::SentencePair& p : file.pairs) {

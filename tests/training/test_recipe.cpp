@@ -70,6 +70,22 @@ TEST_CASE("the recipe is for real text and sizes the vocabulary to the corpus",
   CHECK(chinese->vocab_size == 5100);  // 2270 + round(8 sqrt(122935)) = 2270 + 2805 = 5075
 }
 
+TEST_CASE("a language model's recipe counts the text and sizes its vocabulary to it",
+          "[training][recipe]") {
+  const TextFacts facts = text_facts("Grüße, Köln!\n%\n12 x");
+  CHECK(facts.characters == 19);
+  CHECK(facts.distinct_characters == 17);
+  CHECK(facts.words == 4);  // Grüße, Köln, 12 and x; punctuation and "%" are no words
+  // 4 specials, 256 bytes, 112 characters and 2 sqrt(400,000) = 1,265 merges, in hundreds.
+  const TextRecipe recipe =
+      lm_recipe({.characters = 2'300'000, .distinct_characters = 112, .words = 400'000});
+  CHECK(recipe.vocab_size == 1700);
+  CHECK(recipe.model.decoder_only());
+  CHECK(recipe.model.norm_first);
+  CHECK(recipe.label_smoothing == 0.0f);
+  CHECK(recipe.batch * recipe.steps == 16 * 1200);
+}
+
 TEST_CASE("timing steps for a budget leaves the run as it would have been, bit for bit",
           "[training][budget]") {
   Rng rng_a(3), rng_b(3);

@@ -254,3 +254,71 @@ TEST_CASE("with batch_seed, models that draw different weights train on the same
   CHECK(tokens_after_steps(PositionKind::Sinusoidal, std::nullopt) !=
         tokens_after_steps(PositionKind::Learned, std::nullopt));
 }
+
+TEST_CASE("a language-model run checks perplexity, samples for its page, and resumes exactly",
+          "[training][run][lm]") {
+  TempDir dir("run_lm");
+  {
+    std::ofstream text(dir.file("train.txt"));
+    for (int i = 0; i < 60; ++i) text << "the cat sat on the mat.\nthe dog sat on the log.\n";
+    std::ofstream(dir.file("dev.txt")) << "the dog sat on the mat.\nthe cat sat on the log.\n";
+  }
+  RunConfig config;
+  config.task = Task::LanguageModel;
+  config.data = dir.file("train.txt");
+  config.dev = dir.file("dev.txt");
+  config.tokenizer = TokenizerKind::Char;
+  config.d_model = 32;
+  config.d_ff = 64;
+  config.heads = 2;
+  config.layers = 1;
+  config.max_len = 16;
+  config.batch = 8;
+  config.warmup = 5;
+  config.steps = 20;
+  config.eval_every = 10;
+  config.eval_count = 4;
+  config.snapshots = 3;
+  config.save = dir.file("a/lm.safetensors");
+  Run straight(config);
+  CHECK(straight.model().config.decoder_only());
+  CHECK(straight.tokenizer()->kind() == "char");
+  CHECK_THAT(straight.start().recipe_line,
+             Catch::Matchers::Contains("recipe for a text of 2880 characters"));
+  std::optional<std::string> check;
+  while (!straight.finished())
+    if (StepReport r = straight.step(); r.check) check = r.check;
+  REQUIRE(check);
+  CHECK_THAT(*check, Catch::Matchers::StartsWith("step 10: perplexity "));
+  CHECK_THAT(*check, Catch::Matchers::EndsWith("on 3 windows of the dev text"));
+  CHECK(straight.losses().back() < straight.losses().front());
+  const std::string scores = straight.final_scores();
+  CHECK_THAT(scores, Catch::Matchers::Contains("bits per character) on the dev text's 48 tokens; "
+                                               "the bigram model's"));
+  const viz::RunPage page = straight.page();
+  REQUIRE(page.samples.size() == 3);  // one per snapshot: steps 20, 10 and 0, newest first
+  CHECK(page.samples.front().source == "step 20");
+  CHECK_THAT(page.samples.front().output,
+             Catch::Matchers::StartsWith("the dog "));  // the prompt: half the context
+  REQUIRE_FALSE(page.attention.empty());
+  CHECK(page.attention.front().maps.encoder.empty());
+  CHECK(page.attention.front().maps.cross.empty());
+  CHECK(page.attention.front().maps.decoder.size() == 1);  // one layer
+
+  // Stopped at step 7 and resumed: the losses of the run that never stopped, bit for bit.
+  config.save = dir.file("b/lm.safetensors");
+  {
+    Run first(config);
+    steps_until(first, 7);
+    first.save();
+  }
+  RunConfig resumed;
+  resumed.steps = 20;
+  resumed.eval_count = 4;
+  resumed.snapshots = 3;
+  resumed.resume = dir.file("b/lm.safetensors");
+  Run run(resumed);
+  steps_until(run, 20);
+  CHECK(run.losses() == straight.losses());
+  CHECK(run.page().samples.size() == 3);
+}

@@ -64,7 +64,7 @@ TEST_CASE("attention_maps leaves the model as it found it", "[training][run_page
   attention_maps(model, src, tgt, token_names(nullptr, model.config));
   CHECK(model.training());
   CHECK_FALSE(model.encoder.layers[0]->self_attn.record_attention);
-  CHECK_FALSE(model.decoder.layers[1]->cross_attn.record_attention);
+  CHECK_FALSE(model.decoder.layers[1]->cross_attn->record_attention);
   CHECK(nn::random_states(model) == before);  // dropout was off: no mask drawn
   CHECK_THROWS_WITH(
       attention_maps(model, src, std::vector<int32_t>{1}, token_names(nullptr, model.config)),
