@@ -106,7 +106,7 @@ void add_optimisation_flags(CLI::App& t, RunConfig& c) {
       ->default_str("200");
   add_setting(t, "--clip", c.clip, "Clip the gradient norm to this (0: no clipping)")
       ->default_str("0");
-  add_setting(t, "--batch", c.batch, "Sequences per step (lm: windows, default 32)")
+  add_setting(t, "--batch", c.batch, "Sequences per step (lm: windows, default 16)")
       ->default_str("64");
   add_setting(t, "--steps", c.steps,
               "Training steps (with --resume: the total to reach, counting the saved ones)")

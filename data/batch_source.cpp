@@ -43,7 +43,7 @@ BatchSource BatchSource::windows(std::vector<int32_t> stream, int64_t context, i
   if (context < 1) throw std::invalid_argument(fmt::format("BatchSource: context {} < 1", context));
   if (std::ssize(stream) <= context)
     throw std::invalid_argument(fmt::format(
-        "the text has {} tokens, too few for one window of {} (a shorter --context, or more text)",
+        "the text has {} tokens, too few for one window of {} (a shorter --max-len, or more text)",
         stream.size(), context));
   BatchSource source(Kind::Windows, rng, batch);
   source.stream_ = std::move(stream);

@@ -215,10 +215,10 @@ def find_block(block: Block, output: list[str]) -> tuple[bool, int, str]:
     return False, best, found
 
 
-def run_lesson(binary: Path) -> str:
+def run_lesson(binary: Path, lesson_args=()) -> str:
     with tempfile.TemporaryDirectory(prefix="lesson-output-") as folder:
         env = {**os.environ, "GRADFORMER_SKIP_TIMING_CHECKS": "1"}
-        done = subprocess.run([str(binary)], cwd=folder, env=env, capture_output=True,
+        done = subprocess.run([str(binary), *lesson_args], cwd=folder, env=env, capture_output=True,
                               text=True, check=False)
     if done.returncode != 0:
         sys.exit(f"{binary.name} exited with {done.returncode}:\n{done.stdout[-3000:]}"
@@ -397,6 +397,9 @@ def main() -> int:
                         help="the folder of the lesson programs (default: build/bin)")
     parser.add_argument("--output", type=Path,
                         help="a saved output of the full run of the one lesson given")
+    parser.add_argument("--lesson-args", default="",
+                        help="arguments for the lesson program, separated by spaces "
+                             "(--lesson-args=--data=DIR: where lesson 13 finds its corpus)")
     parser.add_argument("--prose", action="store_true",
                         help="check only the numbers of the prose against the output blocks")
     args = parser.parse_args()
@@ -412,7 +415,7 @@ def main() -> int:
         problems = []
         if not args.prose:
             output = args.output.read_text(encoding="utf-8") if args.output else \
-                run_lesson(lesson_program(lesson, args.bin.resolve()))
+                run_lesson(lesson_program(lesson, args.bin.resolve()), args.lesson_args.split())
             problems += check_lesson(lesson, output)
         problems += check_prose(lesson)
         for problem in problems:

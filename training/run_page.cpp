@@ -237,7 +237,7 @@ double smoothing_span(size_t steps) {
 }
 
 std::vector<viz::Curve> training_curves(std::span<const float> losses, std::span<const float> rates,
-                                        const PageHistory& history) {
+                                        const PageHistory& history, const std::string& loss_name) {
   auto by_step = [](std::span<const float> values) {
     viz::CurveSeries series;
     for (size_t i = 0; i < values.size(); ++i) {
@@ -254,7 +254,7 @@ std::vector<viz::Curve> training_curves(std::span<const float> losses, std::span
     const double span = smoothing_span(losses.size());
     viz::CurveSeries average = by_step(moving_average(losses, span));
     average.name = fmt::format("moving average, ~{:.0f} steps", span);
-    curves.push_back({.title = "loss (label-smoothed cross-entropy, §5.4)",
+    curves.push_back({.title = fmt::format("loss ({})", loss_name),
                       .y_label = "loss",
                       .log_y = true,
                       .series = {loss, average}});
@@ -312,6 +312,8 @@ RunPageHeader trained_run_header(const std::string& checkpoint, const nn::Metada
   // the settings and would only mislead here.
   const bool text =
       task != settings.end() && (task->second == "translate" || task->second == "toy-translation");
+  const bool language_model = task != settings.end() && task->second == "lm";
+  const auto smoothing = settings.find("label-smoothing");
   return {.title = checkpoint,
           .subtitle = task == settings.end()
                           ? "a checkpoint without its training state"
@@ -321,7 +323,12 @@ RunPageHeader trained_run_header(const std::string& checkpoint, const nn::Metada
                          "label-smoothing", "dropout", "clip", "seed"}),
           .data = text ? setting_facts(settings,
                                        {"task", "data", "dev", "split", "tokenizer", "vocab-size"})
-                       : setting_facts(settings, {"task", "pairs", "min-length", "length"})};
+                  : language_model
+                      ? setting_facts(settings, {"task", "data", "dev", "tokenizer", "vocab-size"})
+                      : setting_facts(settings, {"task", "pairs", "min-length", "length"}),
+          .loss = smoothing != settings.end() && smoothing->second == "0"
+                      ? "cross-entropy"
+                      : "label-smoothed cross-entropy, §5.4"};
 }
 
 viz::RunPage run_page(const RunPageHeader& header, const Transformer& model,
@@ -333,7 +340,7 @@ viz::RunPage run_page(const RunPageHeader& header, const Transformer& model,
                     .data = header.data};
   page.configuration.insert(page.configuration.end(), header.settings.begin(),
                             header.settings.end());
-  page.curves = training_curves(losses, rates, history);
+  page.curves = training_curves(losses, rates, history, header.loss);
   page.timings = timing_facts(history, std::ssize(losses));
   page.snapshots = history.snapshots;
   // A language model's samples, newest first: what it writes now, then how it got there.

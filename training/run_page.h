@@ -93,6 +93,7 @@ viz::Facts model_facts(const Transformer& model);
 struct RunPageHeader {
   std::string title{}, subtitle{};
   viz::Facts settings{}, data{};
+  std::string loss = "label-smoothed cross-entropy, §5.4";  // what the loss curve shows
 };
 
 // The header of a run of `transformer train` from the settings its training state keeps
@@ -117,8 +118,9 @@ double smoothing_span(size_t steps);
 
 // The loss (log axis: each step's, faint, and its moving_average), the learning rate and, when
 // the history has one, the dev metric.
-std::vector<viz::Curve> training_curves(std::span<const float> losses, std::span<const float> rates,
-                                        const PageHistory& history);
+std::vector<viz::Curve> training_curves(
+    std::span<const float> losses, std::span<const float> rates, const PageHistory& history,
+    const std::string& loss_name = "label-smoothed cross-entropy, §5.4");
 
 // Seconds and speeds: "training", "per step", "target tokens per second", ... (the speeds in
 // tokens and sequences only when the history counted them).

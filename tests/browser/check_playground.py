@@ -25,6 +25,16 @@ from its file with the fragment #task=copy&autostart, and the checks are:
     its average), rate and score curves, samples, attention and snapshots, it shows in the
     playground's frame, and tests/browser/check_run_page.py passes it;
   - pasted pairs (task translate) train, and a malformed pair is refused naming its line;
+  - the language model (task lm): its knobs show the engine's defaults (the settings of the run
+    it starts) and only the knobs that apply; text too short for a window, a NUL character and a
+    file that is not UTF-8 are refused with a clear message, and a text file opened through the
+    text box's file input is what it shows; the built-in text trains to the end, its perplexity
+    falls and ends below the bigram model's; a sample is drawn at step 0 and at each score, and
+    it changes as the model learns, from noise to words of the text; the Sample button with a
+    fixed seed gives the same text twice (another seed, another text), and its attention is
+    decoder self-attention only; Decode is refused; with --transformer, `transformer sample`
+    gives the page's sample from the page's checkpoint, and a language model trained natively
+    opens in the page and samples there what `transformer sample` does;
   - every preset a lesson links to (lessons/*/README*.md: playground.html#...) starts a run with
     each of its settings, and the engine accepts them;
   - no JavaScript exception or console error, in the page or the worker, and no request but
@@ -443,6 +453,233 @@ def check_pasted_pairs(browser):
            f"{trained['scored_at']}")
 
 
+LM_BUDGET_S = 150  # the built-in text's 600 steps, from the start to the end of the run
+LM_PROMPT = "the big"
+LM_SEED = 7
+# The knobs of task lm, and the setting of the engine's answer that each one's grey default
+# must equal (web/engine.cpp: kLanguageModelDefaults, then the recipe).
+LM_KNOBS = {"layers": "layers", "d-model": "d_model", "heads": "heads", "d-ff": "d_ff",
+            "max-len": "max_len", "dropout": "dropout", "label-smoothing": "label_smoothing",
+            "warmup": "warmup", "lr": "lr", "batch": "batch", "steps": "steps"}
+LM_ONLY_KNOBS = ("max-len", "tokenizer", "vocab-size")
+
+
+def toy_english(transformer, folder):
+    """The built-in text as `transformer generate` writes it (its first column): the train and
+    dev files, and the set of its words."""
+    command(transformer, ["generate", "--out", str(folder / "toy")], "")
+    texts = []
+    for part in ("train", "dev"):
+        lines = (folder / "toy" / f"{part}.tsv").read_text(encoding="utf-8").splitlines()
+        text = "".join(line.split("\t")[0] + "\n" for line in lines)
+        (folder / f"toy-{part}.txt").write_text(text, encoding="utf-8")
+        texts.append(text)
+    return folder / "toy-train.txt", folder / "toy-dev.txt", set(texts[0].split())
+
+
+def set_file_input(browser, selector, path):
+    document = browser.send("DOM.getDocument")
+    node = browser.send("DOM.querySelector", {"nodeId": document["root"]["nodeId"], "selector": selector})
+    browser.send("DOM.setFileInputFiles", {"nodeId": node["nodeId"], "files": [str(path)]})
+
+
+def check_lm_knobs(browser):
+    browser.evaluate("""(() => { const task = document.getElementById("knob-task");
+        task.value = "copy"; task.dispatchEvent(new Event("change")); })()""")
+    hidden = browser.evaluate(f"""{json.dumps(LM_ONLY_KNOBS)}.map((k) => document.getElementById("row-" + k).hidden)""")
+    check(all(hidden), f"for the copy task, the knobs {LM_ONLY_KNOBS} are shown: {hidden}")
+    browser.evaluate("""(() => { const task = document.getElementById("knob-task");
+        task.value = "lm"; task.dispatchEvent(new Event("change")); })()""")
+    shown = browser.evaluate(f"""[{json.dumps(LM_ONLY_KNOBS)}.map((k) => !document.getElementById("row-" + k).hidden),
+        !document.getElementById("text-box").hidden, document.getElementById("knob-norm").options[0].text]""")
+    check(all(shown[0]) and shown[1] and shown[2] == "pre (default)",
+          f"for task lm, the knobs {LM_ONLY_KNOBS} shown {shown[0]}, the text box {shown[1]}, norm's default "
+          f"{shown[2]!r}")
+    report("task lm shows its own knobs (and its defaults) and the text box; the copy task does not")
+
+
+def check_lm_refusals(browser, folder):
+    """Text the engine cannot train on, and a file that is not UTF-8, are refused with a clear
+    message; a text file opened through the file input is what the text box shows."""
+    for text, wanted in (("hello world", "too few for one window"), ("one\ntwo\u0000three", "your text:2:")):
+        failed = browser.evaluate(f"""window.gradformer.start({{task: "lm", text: {json.dumps(text)}}})
+            .then(() => null, (e) => e.message)""")
+        check(failed and wanted in failed, f"the text {text!r} was not refused with {wanted!r}: {failed!r}")
+        shown = browser.evaluate("document.getElementById('message-text').textContent")
+        check(shown == failed, f"the message box shows {shown!r}, not {failed!r}")
+        report(f"the text {text!r} is refused: {failed!r}")
+    not_text = folder / "notes.bin"
+    not_text.write_bytes(b"caf\xe9 au lait\n")  # Latin-1, not UTF-8
+    browser.evaluate("document.getElementById('message-close').click()")
+    set_file_input(browser, "#text-file", not_text)
+    deadline = time.monotonic() + 10
+    while not (shown := browser.evaluate("document.getElementById('message').hidden ? null : "
+                                         "document.getElementById('message-text').textContent")):
+        check(time.monotonic() < deadline, "a file that is not UTF-8 got no message in 10 s")
+        time.sleep(0.1)
+    check("notes.bin" in shown and "UTF-8" in shown, f"a file that is not UTF-8 is refused with {shown!r}")
+    report(f"a file that is not UTF-8 is refused: {shown!r}")
+    mine = folder / "mine.txt"
+    mine.write_text("Attention is all you need.\nThe decoder alone writes text.\n", encoding="utf-8")
+    set_file_input(browser, "#text-file", mine)
+    deadline = time.monotonic() + 10
+    while browser.evaluate("document.getElementById('text').value") != mine.read_text(encoding="utf-8"):
+        check(time.monotonic() < deadline, "a text file opened through the file input is not in the text box")
+        time.sleep(0.1)
+    size = browser.evaluate("document.getElementById('text-size').textContent")
+    check("mine.txt" in size, f"the text box's size line says {size!r}, not the file's name")
+    report(f"a text file opened through the file input fills the text box ({size})")
+
+
+def train_language_model(browser):
+    """Starts task lm on the built-in text and watches it to the end. Returns the settings, the
+    perplexity of each score by step, and the seconds of the run."""
+    started = time.monotonic()
+    settings = browser.evaluate("""window.gradformer.start({task: "lm", text: ""})
+        .then((s) => s, (e) => ({error: e.message}))""")
+    check("error" not in settings, f"task lm did not start: {settings.get('error')}")
+    check(settings["decoder_only"] and settings["text"] == "toy English (train)" and settings["reads"] == "text",
+          f"task lm started {settings}")
+    placeholders = browser.evaluate(f"""Object.fromEntries({json.dumps(list(LM_KNOBS))}.map((k) =>
+        [k, document.getElementById("knob-" + k).placeholder]))""")
+    wrong = {k: (placeholders[k], settings[v]) for k, v in LM_KNOBS.items()
+             if abs(float(placeholders[k]) - settings[v]) > 1e-3 * max(1.0, abs(settings[v]))}
+    check(not wrong, f"the lm knobs' defaults differ from the run's settings (knob: default, setting): {wrong}")
+    report(f"task lm's knobs show the run's settings as their defaults ({settings['options']})")
+    panels = browser.evaluate("""[document.getElementById("sample-panel").hidden,
+                                  document.getElementById("decode-panel").hidden]""")
+    check(panels == [False, True], f"with a language model, the Sample panel is hidden ({panels[0]}) or Decode "
+          f"shown ({not panels[1]})")
+    scores = {}
+    deadline = started + LM_BUDGET_S
+    while True:
+        s = status(browser)
+        check(s["error"] is None, f"training the language model, the page shows an error: {s['error']}")
+        if s["perplexity"] is not None:
+            scores[s["scored_at"]] = s["perplexity"]
+        if s["state"] == "finished" and s["final"]:
+            return settings, scores, s, time.monotonic() - started
+        check(time.monotonic() < deadline, f"the language model did not finish in {LM_BUDGET_S} s: {s}")
+        time.sleep(0.2)
+
+
+def words_known(text, words):
+    found = text.split()
+    return sum(word in words for word in found) / max(1, len(found))
+
+
+def sample_by_button(browser, prompt, seed):
+    """Sets the Sample panel's prompt and seed, clicks Sample, and returns the text it shows."""
+    browser.evaluate(f"""(() => {{
+        document.getElementById("prompt").value = {json.dumps(prompt)};
+        document.getElementById("sample-seed").value = {json.dumps(str(seed))};
+        document.getElementById("sampled").replaceChildren();
+    }})()""")
+    click(browser, "sample")
+    deadline = time.monotonic() + 20
+    while not (text := browser.evaluate("document.querySelector('#sampled .sample-text')?.textContent ?? null")):
+        check(status(browser)["error"] is None, f"sampling, the page shows an error: {status(browser)['error']}")
+        check(time.monotonic() < deadline, "the Sample button showed no sample in 20 s")
+        time.sleep(0.1)
+    return text
+
+
+def check_language_model(browser, transformer, folder, screenshot, full_page):
+    check_lm_knobs(browser)
+    check_lm_refusals(browser, folder)
+    train, dev, words = toy_english(transformer, folder) if transformer else (None, None, None)
+    settings, scores, end, seconds = train_language_model(browser)
+    steps = sorted(scores)
+    first, last = scores[steps[0]], scores[steps[-1]]
+    check(len(steps) >= 5 and last < 0.5 * first, f"the perplexity did not fall: {scores}")
+    final = re.search(r"perplexity ([\d.]+) .*the bigram model's ([\d.]+)", end["final"])
+    check(final and float(final.group(1)) < float(final.group(2)),
+          f"the language model does not beat the bigram model: {end['final']!r}")
+    report(f"the language model trains {end['step']} steps in {seconds:.1f} s ({end['steps_per_s']:.1f} steps/s): "
+           f"perplexity {first:.1f} at step {steps[0]}, {last:.2f} at step {steps[-1]}; at the end {end['final']}")
+
+    samples = browser.evaluate("window.gradformer.samples()")
+    by_step = {s["step"]: s["text"] for s in samples}
+    check(0 in by_step and end["step"] in by_step and len(set(by_step.values())) >= 5,
+          f"the samples as it trains: steps {sorted(by_step)}, {len(set(by_step.values()))} different texts")
+    listed = browser.evaluate("document.querySelectorAll('#samples li').length")
+    check(listed == len(samples), f"the panel lists {listed} samples of {len(samples)}")
+    if words:
+        noise, language = words_known(by_step[0], words), words_known(by_step[end["step"]], words)
+        check(noise < 0.5 and language > 0.9, f"the samples went from {noise:.0%} to {language:.0%} words of the "
+              f"text:\n{by_step[0]!r}\n{by_step[end['step']]!r}")
+        report(f"a sample at each score, {len(samples)} in all, from noise ({noise:.0%} words of the text) to "
+               f"language ({language:.0%}): {max(by_step[end['step']].splitlines(), key=len)!r}")
+    else:
+        report(f"a sample at each score, {len(samples)} in all, each other than the last")
+
+    once, twice = sample_by_button(browser, LM_PROMPT, LM_SEED), sample_by_button(browser, LM_PROMPT, LM_SEED)
+    other = sample_by_button(browser, LM_PROMPT, LM_SEED + 1)
+    check(once == twice and once.startswith(LM_PROMPT) and other != once,
+          f"the Sample button, seed {LM_SEED} twice then {LM_SEED + 1}: {once!r}, {twice!r}, {other!r}")
+    report(f"the Sample button with seed {LM_SEED} gives the same text twice, and seed {LM_SEED + 1} another")
+    once = sample_by_button(browser, LM_PROMPT, LM_SEED)
+
+    shown = browser.evaluate("""(async () => {
+        await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+        const kinds = [...document.getElementById("kind").options].filter((o) => !o.hidden).map((o) => o.value);
+        const score = document.querySelectorAll("#loss-chart path.series.score").length;
+        const axis = [...document.querySelectorAll("#loss-chart text.axis-title")].map((t) => t.textContent);
+        return {kinds, example: document.getElementById("example").value, score, axis,
+                cells: document.querySelectorAll("#matrix rect.cell").length,
+                rows: document.querySelectorAll("#matrix text.row-label").length,
+                columns: document.querySelectorAll("#matrix text.column-label").length};
+    })()""")
+    check(shown["kinds"] == ["decoder"] and shown["example"] == "decoded"
+          and shown["cells"] == shown["rows"] * shown["columns"] > 0 and shown["rows"] == shown["columns"],
+          f"a language model's attention: {shown}")
+    check(shown["score"] == 1 and "perplexity" in shown["axis"], f"the loss chart of a language model: {shown}")
+    report(f"a language model's attention is decoder self-attention only ({shown['rows']} x {shown['columns']} "
+           "tokens of the sample), and the loss chart has its perplexity axis")
+    if screenshot:
+        path = screenshot.with_name(f"{screenshot.stem}-lm{screenshot.suffix}")
+        # The curves and the attention, then the Sample panel with the samples as it trained.
+        browser.evaluate("document.getElementById('status').scrollIntoView()")
+        browser.screenshot(path, full_page)
+        report(f"screenshot of the language model's run written to {path}")
+
+    refused = browser.evaluate("""window.gradformer.decode("the cat").then(() => null, (e) => e.message)""")
+    check(refused and "language model" in refused, f"decoding with a language model: {refused!r}")
+    browser.evaluate("document.getElementById('message-close').click()")
+    report(f"Decode is refused: {refused!r}")
+
+    html = browser.evaluate("window.gradformer.page()")
+    opening = '<script type="application/json" id="run-data">'
+    start = html.index(opening) + len(opening)
+    data = json.loads(html[start:html.index("</script>", start)])
+    check(len(data["samples"]) >= 2 and data["attention"] and not data["attention"][0]["encoder"],
+          f"the language model's run page: {len(data['samples'])} samples, {len(data['attention'])} attention examples")
+    report(f"the language model's run page has {len(data['samples'])} samples and decoder-only attention")
+
+    if not transformer:
+        return
+    saved = folder / "page-lm.safetensors"
+    page_checkpoint(browser, saved)
+    native = command(transformer, ["sample", "--ckpt", str(saved), "--prompt", LM_PROMPT, "--seed", str(LM_SEED),
+                                   "--length", "64"], "")
+    check(native[:-1] == once, f"the page's checkpoint samples {native[:-1]!r} with transformer sample, and "
+          f"{once!r} in the page")
+    report("transformer sample gives the page's sample from the page's checkpoint")
+
+    lm = folder / "native-lm.safetensors"
+    command(transformer, ["train", "--task", "lm", "--data", str(train), "--dev", str(dev), "--layers", "2",
+                          "--d-model", "64", "--d-ff", "256", "--heads", "4", "--max-len", "64", "--steps", "60",
+                          "--seed", "3", "--save", str(lm)], "")
+    opened = open_in_page(browser, lm)
+    check(opened["error"] is None, f"the page could not open {lm.name}: {opened['error']}")
+    in_page = sample_by_button(browser, LM_PROMPT, 3)
+    native = command(transformer, ["sample", "--ckpt", str(lm), "--prompt", LM_PROMPT, "--seed", "3",
+                                   "--length", "64"], "")
+    check(native[:-1] == in_page, f"{lm.name} samples {in_page!r} in the page and {native[:-1]!r} with "
+          "transformer sample")
+    report(f"a language model trained natively opens in the page and samples there as transformer sample does")
+
+
 def lesson_presets():
     """{fragment: [pages that link to it]} for every link of a lesson to the playground."""
     presets = {}
@@ -517,6 +754,9 @@ def run_checks(browser, page, args):
             check_checkpoints(browser, args.transformer, pathlib.Path(folder))
     check_error_box(browser)
     check_pasted_pairs(browser)
+    with tempfile.TemporaryDirectory(prefix="playground-lm-") as folder:
+        check_language_model(browser, args.transformer, pathlib.Path(folder),
+                             args.screenshot and pathlib.Path(args.screenshot), args.full_page)
     check_presets(browser)
     check_clean(browser)
     print(f"PASS {page} ({page.stat().st_size} bytes; {TARGET_EXACT:.0%} exact after {elapsed:.1f} s)")

@@ -97,8 +97,9 @@ std::string run_lesson(const std::string& name, int threads, const fs::path& out
     command += " '" + word + "'";
   command += " --quick --out '" + out_dir.string() + "'";
   if (name == "08_training") command += " --threads " + std::to_string(threads);
-  // Lesson 12 reads the corpora the test fixture "corpus" makes (tests/CMakeLists.txt).
-  if (name == "12_real_sentences") command += " --data '" GRADFORMER_CORPUS_DIR "'";
+  // Lessons 12 and 13 read the corpora the test fixture "corpus" makes (tests/CMakeLists.txt).
+  if (name == "12_real_sentences" || name == "13_decoder_only")
+    command += " --data '" GRADFORMER_CORPUS_DIR "'";
   command += " >'" + stdout_file.string() + "' 2>&1";
   const int status = std::system(command.c_str());
   INFO(command << "\n" << read_file(stdout_file));

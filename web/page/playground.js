@@ -4,7 +4,8 @@
 // sends back, so a click is handled while a step is being computed.
 //
 // For scripts and tests: window.gradformer = {start(config), pause(), resume(), step(), status(),
-// attention(), decode(source, beam), checkpoint(), page(), open(bytes, name)}.
+// attention(), decode(source, beam), sample(settings), samples(), checkpoint(), page(),
+// open(bytes, name)}.
 // The URL fragment presets the knobs, and starts a run with "autostart":
 //   playground.html#task=reverse&heads=2&autostart
 "use strict";
@@ -12,6 +13,7 @@
 // ---- The settings -------------------------------------------------------------------------
 
 const LESSONS = "../lessons/";
+const LM_LESSON = "13_decoder_only/README.md";
 
 const TASKS = {
   copy: {text: "copy the source letters, in order", lesson: "08_training/README.md"},
@@ -20,40 +22,68 @@ const TASKS = {
                       lesson: "09_translation/README.md"},
   translate: {text: "your own pairs, pasted below; scored by BLEU on them",
               lesson: "09_translation/README.md"},
+  lm: {label: "lm (language model)", text: "predict the next token of a text; perplexity",
+       lesson: LM_LESSON},
 };
 
 // Each knob is a `transformer train` flag without its dashes (training/run_options.h), shown
 // with that command's default. An empty knob is left out of the options, so the engine uses
-// the same default.
+// the same default. A knob with `tasks` is shown for those tasks only. `lm` holds what differs
+// for a language model: its defaults are the engine's (web/engine.cpp, kLanguageModelDefaults)
+// and, for the rest, the recipe's (training/recipe.h, lm_recipe), whose warm-up is a tenth of
+// the steps (at most 200) and whose peak rate falls as 1/sqrt(d-model): placeholders that
+// follow the steps and d-model knobs.
 const KNOBS = [
   {key: "layers", placeholder: "2", hint: "encoder layers, and as many decoder ones",
-   lesson: "07_encoder_decoder/README.md"},
+   lesson: "07_encoder_decoder/README.md",
+   lm: {hint: "decoder layers (there is no encoder)", lesson: LM_LESSON}},
   {key: "d-model", placeholder: "64", hint: "width of every token's vector",
    lesson: "07_encoder_decoder/README.md"},
   {key: "heads", placeholder: "4", hint: "attention heads; they must divide d-model",
    lesson: "04_multi_head/README.md"},
   {key: "d-ff", placeholder: "256", hint: "inner width of the feed-forward layers",
    lesson: "05_ffn_residual_norm/README.md"},
+  {key: "max-len", placeholder: "64", hint: "context: tokens of each window read",
+   lesson: LM_LESSON, tasks: ["lm"]},
+  {key: "tokenizer", choices: ["bpe", "char", "word"], hint: "byte pairs, characters or words",
+   lesson: "09_translation/README.md", tasks: ["lm"]},
+  {key: "vocab-size", placeholder: "auto", hint: "byte-pair tokens; auto: grows with the text",
+   lesson: "09_translation/README.md", tasks: ["lm"]},
   {key: "dropout", placeholder: "0", hint: "share of activations zeroed in training",
-   lesson: "08_training/part2_training.md"},
+   lesson: "08_training/part2_training.md", lm: {placeholder: "0.1"}},
   {key: "label-smoothing", placeholder: "0.1", hint: "target weight spread over other tokens",
-   lesson: "08_training/part5_label_smoothing.md"},
+   lesson: "08_training/part5_label_smoothing.md", lm: {placeholder: "0"}},
   {key: "warmup", placeholder: "200", hint: "steps of rising learning rate (eq. 3)",
-   lesson: "08_training/part1_warm_up_and_teacher_forcing.md"},
+   lesson: "08_training/part1_warm_up_and_teacher_forcing.md",
+   lm: {placeholder: () => String(Math.min(200, Math.max(1, Math.floor(knobNumber("steps", 600) / 10)))),
+        hint: "steps of rising rate: a tenth of the run"}},
   // 0 asks for the schedule's own factor, which is 0.3 for eq. 3 (training/run_config.h).
   {key: "lr", placeholder: "0.3", hint: "factor on eq. 3's learning rate",
-   lesson: "08_training/part1_warm_up_and_teacher_forcing.md"},
+   lesson: "08_training/part1_warm_up_and_teacher_forcing.md",
+   lm: {placeholder: () => String(Number((2e-3 * Math.sqrt(128 / knobNumber("d-model", 64))).toPrecision(3))),
+        hint: "peak rate of the cosine schedule"}},
   {key: "norm", choices: ["post", "pre"], hint: "LayerNorm after each sub-layer, or before",
-   lesson: "05_ffn_residual_norm/README.md"},
+   lesson: "05_ffn_residual_norm/README.md", lm: {choices: ["pre", "post"]}},
   {key: "positions", choices: ["sinusoidal", "learned"], hint: "how positions are told apart",
    lesson: "06_positions/README.md"},
   {key: "batch", placeholder: "64", hint: "sequences per step (copy, reverse)",
-   lesson: "08_training/part2_training.md"},
+   lesson: "08_training/part2_training.md", lm: {placeholder: "16", hint: "windows of text per step"}},
   {key: "seed", placeholder: "1", hint: "the weights and batches follow from it",
    lesson: "08_training/README.md"},
   {key: "steps", placeholder: "600", hint: "training steps of the run",
    lesson: "08_training/part2_training.md"},
 ];
+
+// A knob as the task shows it: its own fields, with the task's own where it has them.
+function knobFor(knob, task) {
+  return task === "lm" && knob.lm ? {...knob, ...knob.lm} : knob;
+}
+
+// A number knob's value, or its default when it is empty or not a number.
+function knobNumber(key, fallback) {
+  const value = Number($(`knob-${key}`)?.value.trim() || NaN);
+  return Number.isFinite(value) && value > 0 ? value : fallback;
+}
 
 const $ = (id) => document.getElementById(id);
 
@@ -72,21 +102,19 @@ function hintText(text) {
 }
 
 function buildKnobs() {
-  for (const name of Object.keys(TASKS)) $("knob-task").add(new Option(name, name));
+  for (const [name, task] of Object.entries(TASKS)) $("knob-task").add(new Option(task.label ?? name, name));
   for (const knob of KNOBS) {
     const row = document.createElement("div");
     row.className = "knob";
+    row.id = `row-${knob.key}`;
     const label = document.createElement("label");
     label.htmlFor = `knob-${knob.key}`;
     label.textContent = knob.key;
     let input;
     if (knob.choices) {
       input = document.createElement("select");
-      input.add(new Option(`${knob.choices[0]} (default)`, ""));
-      for (const choice of knob.choices.slice(1)) input.add(new Option(choice, choice));
     } else {
       input = document.createElement("input");
-      input.placeholder = knob.placeholder;
       input.inputMode = "decimal";
       input.autocomplete = "off";
       input.spellcheck = false;
@@ -95,21 +123,49 @@ function buildKnobs() {
     input.name = knob.key;
     const hint = document.createElement("p");
     hint.className = "hint";
-    hint.append(hintText(knob.hint), lessonLink(knob.lesson));
-    label.title = input.title = knob.hint;
+    hint.id = `hint-${knob.key}`;
     row.append(label, input, hint);
     $("knobs").append(row);
   }
   $("knob-task").addEventListener("change", showTask);
+  // The language model's warm-up and peak rate follow the steps and d-model.
+  for (const key of ["steps", "d-model"]) $(`knob-${key}`).addEventListener("input", showKnobs);
   showTask();
 }
 
+// Each knob as the chosen task has it: shown or not, its default in grey, its line. A choice's
+// first option is the task's default, the select's empty value; a value that is now the
+// default becomes that empty value.
+function showKnobs() {
+  const task = $("knob-task").value;
+  for (const base of KNOBS) {
+    const knob = knobFor(base, task);
+    const input = $(`knob-${knob.key}`);
+    $(`row-${knob.key}`).hidden = knob.tasks !== undefined && !knob.tasks.includes(task);
+    if (knob.choices) {
+      const value = input.value;
+      input.replaceChildren(new Option(`${knob.choices[0]} (default)`, ""),
+                            ...knob.choices.slice(1).map((choice) => new Option(choice, choice)));
+      input.value = knob.choices.slice(1).includes(value) ? value : "";
+    } else {
+      input.placeholder = typeof knob.placeholder === "function" ? knob.placeholder() : knob.placeholder;
+    }
+    const label = input.labels[0];
+    label.title = input.title = knob.hint;
+    $(`hint-${knob.key}`).replaceChildren(hintText(knob.hint), lessonLink(knob.lesson));
+  }
+}
+
 function showTask() {
-  const task = TASKS[$("knob-task").value];
+  const name = $("knob-task").value;
+  const task = TASKS[name];
   $("task-hint").replaceChildren(hintText(task.text), lessonLink(task.lesson));
-  const text = $("knob-task").value === "toy-translation" || $("knob-task").value === "translate";
+  const text = name === "toy-translation" || name === "translate";
   $("knob-batch").disabled = text;  // text tasks batch by tokens (batch-tokens)
-  $("pairs-box").hidden = $("knob-task").value !== "translate";
+  $("pairs-box").hidden = name !== "translate";
+  $("text-box").hidden = name !== "lm";
+  showKnobs();
+  drawControls();
 }
 
 // Settings the fragment or start() gave that have no knob ("length=8"): passed on as they are,
@@ -121,31 +177,38 @@ let extras = [];
 function setKnobs(config) {
   const pairs = typeof config === "string" ? [...new URLSearchParams(config)]
                                            : Object.entries(config ?? {});
-  $("knob-task").value = "copy";
-  for (const knob of KNOBS) $(`knob-${knob.key}`).value = "";
-  extras = [];
+  // The task first: it says which knobs there are, and their defaults.
+  const task = pairs.find(([key]) => key === "task")?.[1] ?? "copy";
   let ok = true;
+  if (Object.hasOwn(TASKS, String(task))) {
+    $("knob-task").value = String(task);
+  } else {
+    $("knob-task").value = "copy";
+    showError(`No task "${task}" here; the playground has ${Object.keys(TASKS).join(", ")}.`);
+    ok = false;
+  }
+  for (const knob of KNOBS) $(`knob-${knob.key}`).value = "";
+  showKnobs();
+  extras = [];
   for (const [key, value] of pairs) {
     const text = String(value);
-    const knob = KNOBS.find((k) => k.key === key);
-    if (key === "autostart") {
+    const base = KNOBS.find((k) => k.key === key);
+    const knob = base && knobFor(base, $("knob-task").value);
+    const shown = knob && (knob.tasks === undefined || knob.tasks.includes($("knob-task").value));
+    if (key === "autostart" || key === "task") {
       continue;
     } else if (key === "pairs") {  // task translate's pairs, for scripts: {task: "translate", pairs}
       $("pairs").value = text;
-    } else if (key === "task") {
-      if (Object.hasOwn(TASKS, text)) {
-        $("knob-task").value = text;
-      } else {
-        showError(`No task "${text}" here; the playground has ${Object.keys(TASKS).join(", ")}.`);
-        ok = false;
-      }
-    } else if (!knob || (knob.choices && !knob.choices.includes(text))) {
+    } else if (key === "text") {  // task lm's text, for scripts: {task: "lm", text}
+      $("text").value = text;
+    } else if (!shown || (knob.choices && !knob.choices.includes(text))) {
       extras.push([key, text]);  // passed on: the engine says if it is wrong
     } else {
       // A choice's first option is its default, the select's empty value.
       $(`knob-${key}`).value = knob.choices && text === knob.choices[0] ? "" : text;
     }
   }
+  showTextSize();
   $("extras").hidden = extras.length === 0;
   $("extras").textContent = `Also from the link: ${extras.map(([k, v]) => `${k}=${v}`).join(", ")}`;
   showTask();
@@ -158,7 +221,7 @@ function optionsFromKnobs() {
   for (const knob of KNOBS) {
     const input = $(`knob-${knob.key}`);
     const value = input.value.trim();
-    if (value !== "" && !input.disabled) options.append(knob.key, value);
+    if (value !== "" && !input.disabled && !$(`row-${knob.key}`).hidden) options.append(knob.key, value);
   }
   for (const [key, value] of extras) options.append(key, value);
   return options.toString();
@@ -175,7 +238,8 @@ const run = {
   losses: [],
   scores: [],  // [step, score] of every score the worker sent
   attention: null,  // {example, step, maps}
-  decoded: null,  // {source, output, step, maps} of the last typed source
+  decoded: null,  // {source, output, step, maps, sampled} of the last typed source or sample
+  samples: [],  // {step, text, prompt} of each sample drawn as the run trains
   opened: null,  // the name of the opened checkpoint
   error: null,
 };
@@ -221,8 +285,18 @@ function startRun(config, running) {
   hideError();
   if (config !== undefined && !setKnobs(config)) return Promise.reject(new Error(run.error));
   const options = optionsFromKnobs();
-  const pairs = $("knob-task").value === "translate" ? $("pairs").value : "";
-  send({type: "start", options, pairs, run: running});
+  const task = $("knob-task").value;
+  const data = task === "translate" ? $("pairs").value : task === "lm" ? $("text").value : "";
+  // The engine reads text as a C string, which ends at the first NUL.
+  const nul = data.indexOf("\0");
+  if (nul >= 0) {
+    const name = task === "lm" ? "your text" : "pasted pairs";  // as the engine names them
+    showError(`${name}:${data.slice(0, nul).split("\n").length}: holds the character U+0000 (NUL), ` +
+              "which the playground cannot pass to the engine; remove it");
+    return Promise.reject(new Error(run.error));
+  }
+  sendSampling();
+  send({type: "start", options, data, run: running});
   return new Promise((resolve, reject) => {
     pendingStart?.reject(new Error("another run was started"));
     pendingStart = {resolve, reject};
@@ -260,6 +334,98 @@ function exampleSource() {
 function decode(source, beam) {
   const text = source.trim() || exampleSource();
   return request({type: "decode", source: text, beam: Number(beam) || 1});
+}
+
+// ---- Sampling (a language model) ----------------------------------------------------------
+
+// The Sample panel's settings, each empty field at its default (its placeholder). Throws an
+// Error naming a field that holds no number, or no whole number where one is needed; the
+// engine checks the ranges (models/sample.h).
+function samplingSettings(overrides = {}) {
+  const number = (id, name, fallback, whole) => {
+    const text = $(id).value.trim();
+    const value = text === "" ? fallback : Number(text);
+    if (!Number.isFinite(value) || (whole && !Number.isInteger(value)))
+      throw new Error(`${name}: "${text}" is not ${whole ? "a whole number" : "a number"}`);
+    return value;
+  };
+  return {prompt: $("prompt").value,
+          temperature: number("temperature", "temperature", 1, false),
+          top_k: number("top-k", "top-k", 0, true),
+          top_p: number("top-p", "top-p", 1, false),
+          length: number("length", "length", 64, true),
+          seed: number("sample-seed", "seed", 1, true),
+          auto: $("auto-sample").checked, ...overrides};
+}
+
+// The worker draws a sample at each score with these settings; a field that holds no number
+// stops those samples until it does.
+function sendSampling() {
+  try {
+    send({type: "sampling", settings: samplingSettings()});
+  } catch (e) {
+    send({type: "sampling", settings: {auto: false}});
+    showError(`Sample: ${e.message}`);
+  }
+}
+
+// A sample of the model now, with the panel's settings and any of overrides ({prompt, seed,
+// ...}): a promise of {text, prompt, step, maps}. It is shown in the panel, and its attention
+// becomes the example "yours".
+function sample(overrides = {}) {
+  let settings;
+  try {
+    settings = samplingSettings(overrides);
+  } catch (e) {
+    showError(`Sample: ${e.message}`);
+    return Promise.reject(e);
+  }
+  return request({type: "sample", settings});
+}
+
+// Text a model sampled, its prompt in bold.
+function sampleText(prompt, text) {
+  const span = document.createElement("span");
+  span.className = "sample-text";
+  const bold = document.createElement("b");
+  bold.textContent = text.startsWith(prompt) ? prompt : "";
+  span.append(bold, text.slice(bold.textContent.length));
+  return span;
+}
+
+function showSampled(m) {
+  const head = document.createElement("div");
+  head.className = "sampled-head";
+  const settings = m.settings;
+  head.textContent = `${run.opened ? "by the checkpoint" : `at step ${m.step}`} · temperature ` +
+      `${settings.temperature} · top-k ${settings.top_k} · top-p ${settings.top_p} · seed ${settings.seed}`;
+  $("sampled").replaceChildren(head, sampleText(m.prompt, m.text));
+  $("sampled").hidden = false;
+  if (m.maps) {
+    run.decoded = {source: m.prompt, output: m.text, step: m.step, maps: m.maps, sampled: true};
+    offerYours();
+  }
+}
+
+// A sample drawn as the run trains: listed newest first, one for each step.
+function addAutoSample(m) {
+  const last = run.samples[run.samples.length - 1];
+  if (last && last.step === m.step) run.samples.pop();
+  run.samples.push({step: m.step, text: m.text, prompt: m.prompt});
+  const item = document.createElement("li");
+  const step = document.createElement("span");
+  step.className = "sample-step";
+  step.textContent = `step ${m.step}`;
+  item.append(step, sampleText(m.prompt, m.text));
+  if (last && last.step === m.step) $("samples").firstElementChild?.remove();
+  $("samples").prepend(item);
+}
+
+function forgetSamples() {
+  run.samples = [];
+  $("samples").replaceChildren();
+  $("sampled").replaceChildren();
+  $("sampled").hidden = true;
 }
 
 function hasModel() {
@@ -343,6 +509,10 @@ function openCheckpoint(bytes, name) {
 function showDecoded() {
   const d = run.decoded;
   $("decoded").textContent = `→ ${d.output}`;
+  offerYours();
+}
+
+function offerYours() {
   if (![...$("example").options].some((o) => o.value === "decoded"))
     $("example").add(new Option("yours", "decoded"));
   $("example").value = "decoded";
@@ -364,8 +534,19 @@ function showModel(settings, status, name) {
   run.attention = null;
   run.opened = name;
   forgetDecoded();
+  forgetSamples();
   forgetRunPage();
   buildPickers(settings.layers, settings.heads);
+  // The examples the run has (a short text or a few pasted pairs have fewer than ten).
+  // The worker keeps the example shown, as far as the new run has it.
+  const examples = Math.min(EXAMPLES, settings.examples ?? EXAMPLES);
+  const shown = Math.min(Number($("example").value) || 0, examples - 1);
+  $("example").replaceChildren(...Array.from({length: examples}, (_, i) => new Option(String(i + 1), String(i))));
+  $("example").value = String(Math.max(0, shown));
+  // A decoder alone has self-attention only.
+  for (const option of $("kind").options)
+    option.disabled = option.hidden = settings.decoder_only && option.value !== "decoder";
+  if (settings.decoder_only) $("kind").value = "decoder";
 }
 
 const receivers = {
@@ -411,6 +592,18 @@ const receivers = {
     run.decoded = {source: m.source, output: m.output, step: m.step, maps: m.maps};
     showDecoded();
     answered(m.id, m);
+  },
+  sample: (m) => {
+    if (m.auto) {
+      addAutoSample(m);
+      return;
+    }
+    showSampled(m);
+    answered(m.id, m);
+  },
+  "sample-failed": (m) => {
+    $("auto-sample").checked = false;
+    showError(`Sampling at each score stopped: ${m.message}`);
   },
   checkpoint: (m) => answered(m.id, m.bytes),
   page: (m) => answered(m.id, m.html),
@@ -465,6 +658,8 @@ function status() {
     loss: s?.loss ?? null,
     exact: metric === "exact" ? s.score : null,
     bleu: metric === "bleu" ? s.score : null,
+    perplexity: metric === "perplexity" ? s.score : null,
+    final: s?.final ?? null,
     scored_at: s && s.scored_at >= 0 ? s.scored_at : null,
     steps_per_s: s?.steps_per_s ?? 0,
     error: run.error,
@@ -514,7 +709,16 @@ function drawControls() {
                             paused: "paused", finished: "finished", opened: "checkpoint"}[phase];
   $("state").className = `state ${phase}`;
   $("model").hidden = !hasModel() || !run.settings;
-  $("save").disabled = $("decode").disabled = !hasModel();
+  $("save").disabled = $("decode").disabled = $("sample").disabled = !hasModel();
+  // A language model samples rather than decodes: the Sample panel replaces Decode.
+  const lm = hasModel() && run.settings ? run.settings.decoder_only : $("knob-task").value === "lm";
+  $("decode-panel").hidden = lm;
+  $("sample-panel").hidden = !lm;
+  $("loss-hint").hidden = lm;
+  $("loss-hint-lm").hidden = !lm;
+  $("sample-hint").textContent = !hasModel()
+      ? "Start a run or open a language model's checkpoint, then sample."
+      : "Its attention is the example “yours” above.";
   $("update-page").disabled = !["running", "paused", "finished"].includes(phase);
   $("open-page").disabled = runPageHtml === null;
   $("open").disabled = phase === "loading";
@@ -533,32 +737,45 @@ function group(n) {  // 234176 -> "234 176", as the lessons print counts
 function drawStatus() {
   const s = run.status;
   if (s?.state === "opened") {
-    $("status").textContent = `${run.opened}: decode a source below · one thread, WebAssembly SIMD`;
+    $("status").textContent = `${run.opened}: ${run.settings?.decoder_only ? "sample" : "decode a source"} ` +
+        "below · one thread, WebAssembly SIMD";
     drawModel(run.settings);
     return;
   }
+  $("final").hidden = true;
   if (!s || s.state === "none") {
     $("status").textContent = run.phase === "loading" ? "Loading the engine…"
         : "No run yet: choose the settings, then Start. One thread, WebAssembly SIMD.";
     return;
   }
   const parts = [`step ${s.step} / ${s.steps}`, `loss ${s.loss === null ? "–" : s.loss.toFixed(3)}`];
-  const name = s.metric === "exact" ? "exact" : "BLEU";
+  const name = SCORE_NAMES[s.metric];
   if (s.score === null || s.scored_at < 0) parts.push(`${name} –`);
   else if (s.metric === "exact") parts.push(`exact ${(100 * s.score).toFixed(0)}% at step ${s.scored_at}`);
+  else if (s.metric === "perplexity") parts.push(`perplexity ${s.score.toFixed(2)} at step ${s.scored_at}`);
   else parts.push(`BLEU ${s.score.toFixed(1)} at step ${s.scored_at}`);
   parts.push(`${s.steps_per_s.toFixed(1)} steps/s`, "one thread, WebAssembly SIMD");
   $("status").textContent = parts.join(" · ");
+  // A language model's last line, as transformer train prints it: the whole dev text's
+  // perplexity beside a bigram model's, the baseline to beat.
+  $("final").hidden = !s.final;
+  $("final").textContent = s.final ? `At the end: ${s.final}.` : "";
   drawModel(run.settings);
 }
 
+const SCORE_NAMES = {exact: "exact", bleu: "BLEU", perplexity: "perplexity"};
+
 function drawModel(m) {
   if (!m) return;
-  $("model").textContent = [m.task, `${m.layers} + ${m.layers} layers`, `d-model ${m.d_model}`,
-    `${m.heads} heads`, `d-ff ${m.d_ff}`, `dropout ${m.dropout}`,
-    m.norm_first ? "pre-norm" : "post-norm",
+  const parts = [m.task, m.decoder_only ? `${m.layers} decoder-only layers` : `${m.layers} + ${m.layers} layers`,
+    `d-model ${m.d_model}`, `${m.heads} heads`, `d-ff ${m.d_ff}`];
+  if (m.decoder_only) parts.push(`context ${m.max_len}`);
+  parts.push(`dropout ${Number(m.dropout.toPrecision(6))}`, m.norm_first ? "pre-norm" : "post-norm",
     m.learned_positions ? "learned positions" : "sinusoidal positions",
-    `${group(m.parameters)} parameters`, `vocabulary ${m.vocab_size}`].join(" · ");
+    `${group(m.parameters)} parameters`,
+    `vocabulary ${m.vocab_size}${m.decoder_only && m.tokenizer ? ` (${m.tokenizer})` : ""}`);
+  if (m.text) parts.push(`on ${m.text === "your text" ? "your text" : "the built-in text"}`);
+  $("model").textContent = parts.join(" · ");
 }
 
 // ---- The loss curve -----------------------------------------------------------------------
@@ -626,15 +843,24 @@ function drawLoss() {
   const x = (step) => box.left + (box.right - box.left) * step / steps;
   const y = (loss) => box.bottom - (box.bottom - box.top) * Math.min(loss, yMax) / yMax;
   const scoreTop = metric === "exact" ? 1 : 100;
-  const yScore = (s) => box.bottom - (box.bottom - box.top) * s / scoreTop;
+  // A perplexity is e to a cross-entropy: drawn at the height of its logarithm on the loss's
+  // axis, it reads against the training loss, and its axis is logarithmic.
+  const perplexity = metric === "perplexity";
+  const yScore = perplexity ? (p) => y(Math.log(p))
+                            : (s) => box.bottom - (box.bottom - box.top) * s / scoreTop;
 
   for (const t of top) {
     svgElement("line", {x1: box.left, x2: box.right, y1: y(t), y2: y(t), class: "grid"}, svg);
     svgText(String(t), {x: box.left - 6, y: y(t) + 4, class: "tick", "text-anchor": "end"}, svg);
   }
-  for (const f of [0, 0.25, 0.5, 0.75, 1]) {
-    const label = metric === "exact" ? `${100 * f}%` : String(100 * f);
-    svgText(label, {x: box.right + 6, y: yScore(f * scoreTop) + 4, class: "tick score-tick"}, svg);
+  if (perplexity) {
+    for (const p of [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000].filter((p) => Math.log(p) <= yMax))
+      svgText(String(p), {x: box.right + 6, y: yScore(p) + 4, class: "tick score-tick"}, svg);
+  } else {
+    for (const f of [0, 0.25, 0.5, 0.75, 1]) {
+      const label = metric === "exact" ? `${100 * f}%` : String(100 * f);
+      svgText(label, {x: box.right + 6, y: yScore(f * scoreTop) + 4, class: "tick score-tick"}, svg);
+    }
   }
   for (const t of ticks(steps, 6).filter((t) => t <= steps && Number.isInteger(t))) {
     svgElement("line", {x1: x(t), x2: x(t), y1: box.bottom, y2: box.bottom + 4, class: "axis"}, svg);
@@ -644,7 +870,7 @@ function drawLoss() {
   svgText("step", {x: (box.left + box.right) / 2, y: height - 2, class: "axis-title", "text-anchor": "middle"}, svg);
   svgText("loss", {x: 12, y: (box.top + box.bottom) / 2, class: "axis-title", "text-anchor": "middle",
                    transform: `rotate(-90 12 ${(box.top + box.bottom) / 2})`}, svg);
-  const scoreName = metric === "exact" ? "exact" : "BLEU";
+  const scoreName = SCORE_NAMES[metric];
   svgText(scoreName, {x: width - 6, y: (box.top + box.bottom) / 2, class: "axis-title score-tick",
                       "text-anchor": "middle", transform: `rotate(90 ${width - 6} ${(box.top + box.bottom) / 2})`}, svg);
 
@@ -720,10 +946,11 @@ function textWidth(text, font) {
 function drawAttention() {
   const svg = $("matrix");
   const kind = KINDS[$("kind").value];
-  $("attention-hint").replaceChildren(`${kind.text} · `, lessonLink("07_encoder_decoder/README.md"));
+  $("attention-hint").replaceChildren(`${kind.text} · `,
+    lessonLink(run.settings?.decoder_only ? LM_LESSON : "07_encoder_decoder/README.md"));
   const yours = $("example").value === "decoded";
   const a = yours ? run.decoded : run.attention;
-  if (!a || !a.maps[$("kind").value]?.length) {
+  if (!a || !a.maps?.[$("kind").value]?.length) {
     svg.replaceChildren();
     svg.setAttribute("width", 0);
     svg.setAttribute("height", 0);
@@ -734,16 +961,39 @@ function drawAttention() {
     return;
   }
   const maps = a.maps;
-  const layer = Math.min(Number($("layer").value), maps.encoder.length - 1);
-  const head = Math.min(Number($("head").value), maps.encoder[0].length - 1);
-  const rows = maps[kind.rows], columns = maps[kind.columns];
-  const values = maps[$("kind").value][layer][head];  // [rows x columns], row by row
-  $("attention-caption").textContent = yours
-      ? `yours, ${run.opened ? "by the checkpoint" : `at step ${a.step}`} · source: ` +
-        `${maps.source_tokens.join(" ")} · output: ${a.output}`
-      : `example ${a.example + 1}, at step ${a.step} · source: ${maps.source_tokens.join(" ")}`;
-
+  const matrices = maps[$("kind").value];  // [layer][head]
+  const layer = Math.min(Number($("layer").value), matrices.length - 1);
+  const head = Math.min(Number($("head").value), matrices[0].length - 1);
+  let rows = maps[kind.rows], columns = maps[kind.columns];
+  let values = matrices[layer][head];  // [rows x columns], row by row
   const font = "11px system-ui, sans-serif";
+  if (run.settings?.decoder_only) {
+    // A window of a text is longer than the panel is wide: its first tokens, as many as fit at
+    // MIN_LABELLED_CELL pixels a cell, so that the slanted labels do not overlap. The top-left
+    // corner is exact: under the look-ahead mask, the first n rows attend to the first n
+    // columns only.
+    const rowLabel = Math.max(...rows.map((t) => textWidth(t, font))) + 8;
+    const fit = Math.floor(($("attention-panel").clientWidth - 24 - rowLabel - 60) / MIN_LABELLED_CELL);
+    const n = Math.max(8, Math.min(rows.length, fit));
+    if (n < rows.length) {
+      values = rows.slice(0, n).flatMap((_, r) => values.slice(r * columns.length, r * columns.length + n));
+      rows = rows.slice(0, n);
+      columns = columns.slice(0, n);
+    }
+  }
+  const when = yours && run.opened ? "by the checkpoint" : `at step ${a.step}`;
+  if (run.settings?.decoder_only) {
+    // A language model's examples are windows of the text it is scored on.
+    const text = run.status?.scored_on?.includes("dev") ? "dev text" : "training text";
+    $("attention-caption").textContent = yours
+        ? `yours, ${when} · the sample as the model reads it back (its first ${rows.length} tokens)`
+        : `window ${a.example + 1} of the ${text}, ${when} (its first ${rows.length} tokens)`;
+  } else {
+    $("attention-caption").textContent = yours
+        ? `yours, ${when} · source: ${maps.source_tokens.join(" ")} · output: ${a.output}`
+        : `example ${a.example + 1}, ${when} · source: ${maps.source_tokens.join(" ")}`;
+  }
+
   const rowLabel = Math.max(...rows.map((t) => textWidth(t, font))) + 8;
   const columnLabel = Math.max(...columns.map((t) => textWidth(t, font))) * Math.SQRT1_2 + 14;
   const available = $("attention-panel").clientWidth - 24 - rowLabel - 40;
@@ -775,11 +1025,37 @@ function drawAttention() {
                       class: "frame"}, svg);
 }
 
+const MIN_LABELLED_CELL = 15;  // pixels: a label of 11 px slanted at 45° needs about 11 * sqrt 2
+
 function askForAttention() {
   const example = $("example").value;
   if (example !== "decoded" && !["loading", "idle", "opened"].includes(run.phase))
     send({type: "example", index: Number(example)});
   drawSoon();
+}
+
+// ---- The language model's text ------------------------------------------------------------
+
+function showTextSize() {
+  const text = $("text").value;
+  $("text-size").textContent = text === "" ? "the built-in text"
+      : `${group([...text].length)} characters`;
+}
+
+// A file's bytes, shown in the text box to train on. A file that is not UTF-8 is refused by
+// name: the library reads UTF-8 text only, and a decoder that replaced the bad bytes would
+// train on text that the file does not hold.
+function openText(name, bytes) {
+  try {
+    $("text").value = new TextDecoder("utf-8", {fatal: true}).decode(bytes);
+  } catch {
+    showError(`${name} is not UTF-8 text: the language model reads UTF-8 text only (save it as UTF-8, ` +
+              "or paste it into the box)");
+    return;
+  }
+  hideError();
+  showTextSize();
+  $("text-size").textContent += ` from ${name}`;
 }
 
 // ---- Wiring -------------------------------------------------------------------------------
@@ -813,6 +1089,19 @@ function wire() {
     event.preventDefault();
     decode($("source").value, $("search").value).catch(() => {});
   });
+  $("sample-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    hideError();
+    sample().catch(() => {});
+  });
+  for (const id of ["prompt", "temperature", "top-k", "top-p", "length", "sample-seed", "auto-sample"])
+    $(id).addEventListener("change", sendSampling);
+  $("text").addEventListener("input", showTextSize);
+  $("text-file").addEventListener("change", async () => {
+    const file = $("text-file").files[0];
+    $("text-file").value = "";  // the same file chosen again is a change too
+    if (file) openText(file.name, await file.arrayBuffer());
+  });
   for (const id of ["layer", "head"]) {
     $(id).addEventListener("change", () => {
       picked[id] = Number($(id).value);
@@ -845,6 +1134,11 @@ window.gradformer = {
   // The model's output for a source, as transformer decode or translate reads a line ("" for
   // the example source), greedy (beam 1) or with a beam: a promise of {output, step, maps}.
   decode: (source, beam = 1) => decode(source, beam),
+  // A language model's sample now, with the Sample panel's settings and any of settings
+  // ({prompt, temperature, top_k, top_p, length, seed}): a promise of {text, prompt, step, maps}.
+  sample: (settings) => sample(settings),
+  // The samples drawn as the run trains, one at each score: [{step, text, prompt}], oldest first.
+  samples: () => run.samples.map((s) => ({...s})),
   // The model as it is now, as a safetensors checkpoint (also downloaded): a promise of a
   // Uint8Array.
   checkpoint: saveCheckpoint,

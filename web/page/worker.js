@@ -3,21 +3,30 @@
 // defines createGradformer, in the Blob the page starts the worker from.
 //
 // The page sends:                  the worker answers:
-//   {type: "start", options, pairs, run}  "started" {options, running, settings, status} and the
-//                                    untrained model's "attention"; then, if run, it trains
+//   {type: "start", options, data, run}  "started" {options, running, settings, status} and the
+//                                    untrained model's "attention" (and a language model's
+//                                    "sample"); then, if run, it trains. data: task translate's
+//                                    pairs, or task lm's text ("": the built-in text)
 //   {type: "pause"}                  "paused"
 //   {type: "resume"}                 "resumed", and trains on (nothing if the run is over)
 //   {type: "step"}                   "paused", then one step and what follows it
 //   {type: "example", index}         "attention" of that example
 //   {type: "decode", id, source, beam}  "decoded" {id, output, step, maps}: the model's output
 //                                    for a typed source and its attention (gf_decode)
+//   {type: "sampling", settings}     nothing: the settings of the samples a language model's
+//                                    run draws as it trains, {prompt, temperature, top_k, top_p,
+//                                    length, seed, auto} (auto false: none)
+//   {type: "sample", id, settings}   "sample" {id, settings, text, prompt, step, maps}: one
+//                                    sample now (gf_sample)
 //   {type: "page", id}               "page" {id, html}: the run's page as it stands
 //   {type: "save", id}               "checkpoint" {id, bytes}: the model as a safetensors file
 //   {type: "open", id, name, bytes}  "opened" {id, name, settings, status}: a checkpoint to
 //                                    decode with, which ends the run
-// A failure of one of the last four is "error" {id, message}.
+// A failure of one of those with an id is "error" {id, message}.
 // While it trains it sends "progress" {status, losses: {from, losses}} after every slice,
-// "score" {status} every SCORE_EVERY steps, "attention" {example, step, maps} every
+// "score" {status} every SCORE_EVERY steps, followed for a language model by a "sample" {auto:
+// true, text, prompt, step, maps} drawn with the sampling settings (sampling as it trains: the
+// same seed each time, so that only the model changes), "attention" {example, step, maps} every
 // ATTENTION_EVERY_MS, and "finished" {status} at the end. Also "ready" once the engine is
 // loaded, and "error" {message} for any failure, which also stops the training.
 "use strict";
@@ -36,6 +45,8 @@ let lossesSent = 0;  // the losses the page has: those of steps [0, lossesSent)
 let scoredAt = -1;
 let example = 0;
 let attentionSentAt = 0;
+let languageModel = false;  // the run's model is a decoder alone, which samples
+let sampling = {prompt: "", temperature: 1, top_k: 0, top_p: 1, length: 64, seed: 1, auto: true};
 
 class EngineError extends Error {}
 
@@ -72,6 +83,24 @@ function sendScore() {
   postMessage({type: "score", status});
 }
 
+function sampled(settings) {
+  return call("gf_sample", ["string", "number", "number", "number", "number", "number"],
+              [settings.prompt, settings.temperature, settings.top_k, settings.top_p,
+               settings.length, settings.seed]);
+}
+
+// The sample of this step, as the run trains. A bad setting (a top-p of 2, say) is reported
+// once, and stops the samples but not the training.
+function sendSample() {
+  if (!languageModel || !sampling.auto) return;
+  try {
+    postMessage({type: "sample", auto: true, settings: sampling, ...sampled(sampling)});
+  } catch (e) {
+    sampling = {...sampling, auto: false};
+    postMessage({type: "sample-failed", message: e.message});
+  }
+}
+
 function sendAttention() {
   const maps = call("gf_attention", ["number"], [example]);
   const step = call("gf_status", [], []).step;
@@ -84,8 +113,10 @@ function sendAttention() {
 function report(status, always) {
   sendProgress(status);
   const finished = status.state === "finished";
-  if (finished || always || Math.floor(status.step / SCORE_EVERY) > Math.floor(scoredAt / SCORE_EVERY))
+  if (finished || always || Math.floor(status.step / SCORE_EVERY) > Math.floor(scoredAt / SCORE_EVERY)) {
     sendScore();
+    sendSample();
+  }
   if (finished || always || performance.now() - attentionSentAt >= ATTENTION_EVERY_MS)
     sendAttention();
   if (finished) {
@@ -101,14 +132,18 @@ function slice() {
   queueSlice();
 }
 
-function start(options, pairs, run) {
+function start(options, data, run) {
   running = false;
-  const started = call("gf_start", ["string", "string"], [options, pairs ?? ""]);
+  const started = call("gf_start", ["string", "string"], [options, data ?? ""]);
   lossesSent = 0;
   scoredAt = -1;
+  languageModel = started.settings.decoder_only;
+  // The example shown, as far as the new run has it (a short text has fewer windows).
+  example = Math.max(0, Math.min(example, started.settings.examples - 1));
   postMessage({type: "started", options, running: run, settings: started.settings,
                status: started.status});
   sendAttention();  // the untrained model's, to compare with
+  sendSample();  // the untrained model's: noise, for the samples to start from
   running = run;
   queueSlice();
 }
@@ -118,7 +153,7 @@ function start(options, pairs, run) {
 const OPENED = "/opened.safetensors";
 
 const handlers = {
-  start: (message) => start(message.options, message.pairs, message.run),
+  start: (message) => start(message.options, message.data, message.run),
   pause: () => {
     running = false;
     postMessage({type: "paused"});
@@ -143,6 +178,13 @@ const handlers = {
     const decoded = call("gf_decode", ["string", "number"], [message.source, message.beam]);
     postMessage({type: "decoded", id: message.id, source: message.source, ...decoded});
   },
+  sampling: (message) => {
+    sampling = message.settings;
+  },
+  sample: (message) => {
+    postMessage({type: "sample", id: message.id, auto: false, settings: message.settings,
+                 ...sampled(message.settings)});
+  },
   page: (message) => {
     postMessage({type: "page", id: message.id, html: call("gf_page", [], []).html});
   },
@@ -156,6 +198,7 @@ const handlers = {
       // A file that is not a checkpoint fails here, and the run, if any, goes on.
       const opened = call("gf_open", ["string", "string"], [OPENED, message.name]);
       running = false;
+      languageModel = opened.settings.decoder_only;
       postMessage({type: "opened", id: message.id, name: message.name, ...opened});
     } finally {
       engine.FS.unlink(OPENED);
