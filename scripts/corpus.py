@@ -210,21 +210,27 @@ def extract_catalogs(debs, languages_of, locale_dir):
     wanted = re.compile(r"^\.?/?usr/share/locale/([^/]+)/LC_MESSAGES/([^/]+\.mo)$")
     owners = {lang: {} for lang in languages}
     for deb in debs:
-        unpack = subprocess.Popen(["dpkg-deb", "--fsys-tarfile", deb["path"]], stdout=subprocess.PIPE)
-        try:
-            with tarfile.open(fileobj=unpack.stdout, mode="r|") as archive:
-                for member in archive:
-                    match = wanted.match(member.name)
-                    if match and match.group(1) in languages_of[deb["name"]]:
-                        lang, file_name = match.groups()
-                        target_dir = os.path.join(locale_dir, lang, "LC_MESSAGES")
-                        owners[lang][file_name] = extract_one(archive, member, target_dir, file_name, deb,
-                                                              owners[lang])
-        except tarfile.TarError:
-            pass  # dpkg-deb failed too, said below
-        if unpack.wait() != 0:
-            raise Failure(f"dpkg-deb could not read {deb['path']} (remove it from the cache and run again)")
+        for archive, member in members_of(deb):
+            match = wanted.match(member.name)
+            if match and match.group(1) in languages_of[deb["name"]]:
+                lang, file_name = match.groups()
+                target_dir = os.path.join(locale_dir, lang, "LC_MESSAGES")
+                owners[lang][file_name] = extract_one(archive, member, target_dir, file_name, deb, owners[lang])
     return owners
+
+
+def members_of(deb):
+    """Each member of a .deb's file system, in order, with the archive to read it from, streamed
+    from dpkg-deb (nothing is unpacked to disk). Raises Failure when dpkg-deb cannot read it."""
+    unpack = subprocess.Popen(["dpkg-deb", "--fsys-tarfile", deb["path"]], stdout=subprocess.PIPE)
+    try:
+        with tarfile.open(fileobj=unpack.stdout, mode="r|") as archive:
+            for member in archive:
+                yield archive, member
+    except tarfile.TarError:
+        pass  # dpkg-deb failed too, said below
+    if unpack.wait() != 0:
+        raise Failure(f"dpkg-deb could not read {deb['path']} (remove it from the cache and run again)")
 
 
 def extract_one(archive, member, target_dir, file_name, deb, owners):
@@ -259,18 +265,11 @@ def extract_fortune_files(debs, fortune_dir, target_dir):
     wanted = re.compile(r"^\.?/?" + re.escape(fortune_dir) + r"/([^/]+)$")
     owners = {}
     for deb in debs:
-        unpack = subprocess.Popen(["dpkg-deb", "--fsys-tarfile", deb["path"]], stdout=subprocess.PIPE)
-        try:
-            with tarfile.open(fileobj=unpack.stdout, mode="r|") as archive:
-                for member in archive:
-                    match = wanted.match(member.name)
-                    if match and not match.group(1).endswith(".dat") and (member.isfile() or member.islnk()):
-                        file_name = match.group(1)
-                        owners[file_name] = extract_one(archive, member, target_dir, file_name, deb, owners)
-        except tarfile.TarError:
-            pass  # dpkg-deb failed too, said below
-        if unpack.wait() != 0:
-            raise Failure(f"dpkg-deb could not read {deb['path']} (remove it from the cache and run again)")
+        for archive, member in members_of(deb):
+            match = wanted.match(member.name)
+            if match and not match.group(1).endswith(".dat") and (member.isfile() or member.islnk()):
+                file_name = match.group(1)
+                owners[file_name] = extract_one(archive, member, target_dir, file_name, deb, owners)
     return {file_name: package for file_name, (package, _) in owners.items()}
 
 
