@@ -975,5 +975,8 @@ TEST_CASE("train --task lm makes a decoder-only model whose text sample prints, 
       {words("decode") + Args{"--ckpt", ckpt.string()}, "the model is decoder-only", "5 6 2\n"},
       {words("sample --ckpt") + Args{tiny_checkpoint(dir).string()}, "holds an encoder-decoder"},
       {words("train --task lm --steps 2"), "--task lm needs --data"},
+      {words("train --task lm --steps 2") +
+           Args{"--data", (dir / "train.txt").string(), "--init", tiny_checkpoint(dir).string()},
+       "holds no tokenizer"},
   });
 }
