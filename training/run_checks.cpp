@@ -10,9 +10,9 @@
 #include "data/parallel_corpus.h"
 #include "data/tasks.h"
 #include "data/toy_language.h"
+#include "data/utf8.h"
 #include "models/sample.h"
 #include "training/evaluate.h"
-#include "training/recipe.h"
 
 namespace gf::training {
 
@@ -204,16 +204,18 @@ std::string RunChecks::language_model_scores(Transformer& model) const {
       "perplexity {:.2f} ({:.3f} bits per character) on the {} text's {} tokens; the bigram "
       "model's {:.2f} (add-k, k = {})",
       model_perplexity,
-      bits_per_character(model_perplexity, std::ssize(dev_stream_), text_facts(text).characters),
+      bits_per_character(model_perplexity, std::ssize(dev_stream_),
+                         std::ssize(data::decode_utf8(text))),
       text_.dev_text.text.empty() ? "training" : "dev", dev_stream_.size(), bigram.perplexity,
       bigram.k);
 }
 
 // Sizes, the first check windows as examples, and the sample of each snapshot.
 void RunChecks::fill_language_model_page(viz::RunPage& page) const {
-  page.data.emplace_back("training text", fmt::format("{} characters, {} tokens",
-                                                      text_facts(text_.train_text.text).characters,
-                                                      batches_.stream().size()));
+  page.data.emplace_back(
+      "training text",
+      fmt::format("{} characters, {} tokens", data::decode_utf8(text_.train_text.text).size(),
+                  batches_.stream().size()));
   if (!text_.dev_text.text.empty())
     page.data.emplace_back("dev text", fmt::format("{} tokens", dev_stream_.size()));
   page.data.emplace_back("vocabulary",
