@@ -753,37 +753,29 @@ void draw_across_separator(const Setup& s, Transformer& model, const data::Token
            s.out + "/across_the_separator.png");
 }
 
-void both_ways(const Setup& s, uint64_t seed, Checks& check) {
-  const ToyData toy = toy_data(seed, s.quick ? 8 : 100);
-  const auto v = static_cast<int64_t>(toy.tokenizer->size());
-  TransformerConfig pair_config{.vocab_size = v, .d_model = 64, .d_ff = 256, .heads = 4};
-  pair_config.encoder_layers = pair_config.decoder_layers = 2;
-  pair_config.max_len = 96;
-  pair_config.dropout = 0.0f;
-  // The decoder alone with the number of layers that brings it closest to the pair's size.
-  Rng rng(seed);
-  Transformer pair(pair_config, rng);
-  TransformerConfig alone_config = pair_config;
-  alone_config.encoder_layers = 0;
+// The number of decoder-alone layers that brings the model closest to `target` parameters.
+int64_t layers_closest_in_size(const TransformerConfig& alone, int64_t target) {
+  const auto gap = [&](int64_t layers) {
+    TransformerConfig c = alone;
+    c.decoder_layers = layers;
+    Rng r(1);
+    return std::abs(Transformer(c, r).parameter_count() - target);
+  };
   int64_t closest = 1;
-  for (int64_t n = 1; n <= 8; ++n) {
-    const auto gap = [&](int64_t layers) {
-      TransformerConfig c = alone_config;
-      c.decoder_layers = layers;
-      Rng r(1);
-      return std::abs(Transformer(c, r).parameter_count() - pair.parameter_count());
-    };
+  for (int64_t n = 2; n <= 8; ++n)
     if (gap(n) < gap(closest)) closest = n;
-  }
-  alone_config.decoder_layers = closest;
-  Transformer alone(alone_config, rng);
-  fmt::print(
-      "  the encoder-decoder, 2+2 layers: {:L} parameters; the decoder alone, {} layers: "
-      "{:L}\n",
-      pair.parameter_count(), closest, alone.parameter_count());
-  check(std::abs(alone.parameter_count() - pair.parameter_count()) < pair.parameter_count() / 10,
-        "the two models' sizes are within 10% of each other");
+  return closest;
+}
 
+struct BothCurves {
+  viz::Series pair{.name = "encoder-decoder"}, alone{.name = "decoder alone"};
+  double pair_seconds = 0.0, alone_seconds = 0.0;
+};
+
+// Trains both models on the same batches, and measures both models' dev BLEU six times (once,
+// at the end, with --quick).
+BothCurves train_both(const Setup& s, const ToyData& toy, uint64_t seed, Transformer& pair,
+                      Transformer& alone) {
   const float peak = 2e-3f;
   const auto trainer_for = [&](Transformer& m) {
     return training::Trainer(nn::Optimizer(m.named_parameters(), nn::AdamConfig{.lr = peak}),
@@ -791,12 +783,9 @@ void both_ways(const Setup& s, uint64_t seed, Checks& check) {
                                               s.translation_steps, peak));
   };
   training::Trainer pair_trainer = trainer_for(pair), alone_trainer = trainer_for(alone);
-  const SourceShare untrained = attention_on_source(alone, toy.dev);
   Rng batches(seed + 300);
-  // Six checks of both models' dev BLEU; one, at the end, with --quick.
   const int64_t every = s.quick ? s.translation_steps : s.translation_steps / 6;
-  viz::Series pair_curve{.name = "encoder-decoder"}, alone_curve{.name = "decoder alone"};
-  double pair_seconds = 0.0, alone_seconds = 0.0;
+  BothCurves curves;
   for (int64_t step = 1; step <= s.translation_steps; ++step) {
     std::vector<data::Pair> drawn;  // the same 32 pairs for both
     for (int i = 0; i < 32; ++i)
@@ -804,10 +793,10 @@ void both_ways(const Setup& s, uint64_t seed, Checks& check) {
     const data::Batch both = data::make_batch(drawn), one = one_sequence_batch(drawn);
     auto started = std::chrono::steady_clock::now();
     pair_trainer.step([&] { return training::teacher_forced_loss(pair, both); });
-    pair_seconds += seconds_since(started);
+    curves.pair_seconds += seconds_since(started);
     started = std::chrono::steady_clock::now();
     alone_trainer.step([&] { return training::teacher_forced_loss(alone, one); });
-    alone_seconds += seconds_since(started);
+    curves.alone_seconds += seconds_since(started);
     if (step % every == 0 || step == s.translation_steps) {
       std::vector<std::vector<int32_t>> sources;
       for (const data::Pair& p : toy.dev) sources.push_back(p.src);
@@ -815,35 +804,39 @@ void both_ways(const Setup& s, uint64_t seed, Checks& check) {
       for (const TokenIds& ids : training::decode_corpus(pair, sources))
         pair_out.push_back(toy.tokenizer->decode(ids));
       const auto alone_out = translate_one_sequence(alone, *toy.tokenizer, toy.dev);
-      pair_curve.xs.push_back(static_cast<float>(step));
-      pair_curve.ys.push_back(static_cast<float>(bleu_of(pair_out, toy.dev_targets)));
-      alone_curve.xs.push_back(static_cast<float>(step));
-      alone_curve.ys.push_back(static_cast<float>(bleu_of(alone_out, toy.dev_targets)));
+      curves.pair.xs.push_back(static_cast<float>(step));
+      curves.pair.ys.push_back(static_cast<float>(bleu_of(pair_out, toy.dev_targets)));
+      curves.alone.xs.push_back(static_cast<float>(step));
+      curves.alone.ys.push_back(static_cast<float>(bleu_of(alone_out, toy.dev_targets)));
     }
   }
-  fmt::print("\n  dev BLEU (greedy, {} dev pairs) after each {} steps:\n", toy.dev.size(), every);
+  return curves;
+}
+
+void print_curves(const BothCurves& curves, size_t dev_pairs) {
+  fmt::print("\n  dev BLEU (greedy, {} dev pairs) after each {} steps:\n", dev_pairs,
+             static_cast<int64_t>(curves.pair.xs.front()));
   fmt::print("  {:<18}", "step");
-  for (const float x : pair_curve.xs) fmt::print(" {:>6.0f}", x);
+  for (const float x : curves.pair.xs) fmt::print(" {:>6.0f}", x);
   fmt::print("\n");
-  for (const viz::Series* c : {&pair_curve, &alone_curve}) {
+  for (const viz::Series* c : {&curves.pair, &curves.alone}) {
     fmt::print("  {:<18}", c->name);
     for (const float y : c->ys) fmt::print(" {:>6.1f}", y);
     fmt::print("\n");
   }
-  fmt::print("  training time: encoder-decoder {:.1f} s, decoder alone {:.1f} s\n", pair_seconds,
-             alone_seconds);
-  save_png(viz::line_plot(
-               {pair_curve, alone_curve},
-               {.title = "the toy translation both ways: dev BLEU (greedy)", .y_label = "BLEU"}),
-           s.out + "/both_ways.png");
+  fmt::print("  training time: encoder-decoder {:.1f} s, decoder alone {:.1f} s\n",
+             curves.pair_seconds, curves.alone_seconds);
+}
 
-  const SourceShare share = attention_on_source(alone, toy.dev);
+// Prints the share of attention on the source by layer and head; returns the layer and head
+// that look at the source most.
+std::pair<int64_t, int64_t> print_source_share(const SourceShare& share, int64_t heads) {
   const std::vector<double> by_layer = share.by_layer();
   fmt::print(
       "\n  the decoder alone: the share of the target positions' attention on the source "
       "(an even spread over the positions before each would give {:.2f})\n",
       share.even);
-  fmt::print("  {:<8} {:>7}   heads 1 to {}\n", "layer", "mean", alone.config.heads);
+  fmt::print("  {:<8} {:>7}   heads 1 to {}\n", "layer", "mean", heads);
   for (size_t l = 0; l < share.by_head.size(); ++l) {
     fmt::print("  {:<8} {:>7.2f}  ", l + 1, by_layer[l]);
     for (const double x : share.by_head[l]) fmt::print(" {:.2f}", x);
@@ -857,15 +850,49 @@ void both_ways(const Setup& s, uint64_t seed, Checks& check) {
         best_layer = static_cast<int64_t>(l);
         best_head = static_cast<int64_t>(h);
       }
+  return {best_layer, best_head};
+}
+
+void both_ways(const Setup& s, uint64_t seed, Checks& check) {
+  const ToyData toy = toy_data(seed, s.quick ? 8 : 100);
+  const auto v = static_cast<int64_t>(toy.tokenizer->size());
+  TransformerConfig pair_config{.vocab_size = v, .d_model = 64, .d_ff = 256, .heads = 4};
+  pair_config.encoder_layers = pair_config.decoder_layers = 2;
+  pair_config.max_len = 96;
+  pair_config.dropout = 0.0f;
+  Rng rng(seed);
+  Transformer pair(pair_config, rng);
+  TransformerConfig alone_config = pair_config;
+  alone_config.encoder_layers = 0;
+  alone_config.decoder_layers = layers_closest_in_size(alone_config, pair.parameter_count());
+  Transformer alone(alone_config, rng);
+  fmt::print(
+      "  the encoder-decoder, 2+2 layers: {:L} parameters; the decoder alone, {} layers: "
+      "{:L}\n",
+      pair.parameter_count(), alone_config.decoder_layers, alone.parameter_count());
+  check(std::abs(alone.parameter_count() - pair.parameter_count()) < pair.parameter_count() / 10,
+        "the two models' sizes are within 10% of each other");
+
+  const SourceShare untrained = attention_on_source(alone, toy.dev);
+  const BothCurves curves = train_both(s, toy, seed, pair, alone);
+  print_curves(curves, toy.dev.size());
+  save_png(viz::line_plot(
+               {curves.pair, curves.alone},
+               {.title = "the toy translation both ways: dev BLEU (greedy)", .y_label = "BLEU"}),
+           s.out + "/both_ways.png");
+
+  const SourceShare share = attention_on_source(alone, toy.dev);
+  const auto [best_layer, best_head] = print_source_share(share, alone.config.heads);
   const auto [low, high] = share.head_range();
   const auto [untrained_low, untrained_high] = untrained.head_range();
   fmt::print("  over the heads, from {:.2f} to {:.2f}; before training, from {:.2f} to {:.2f}\n",
              low, high, untrained_low, untrained_high);
   draw_across_separator(s, alone, *toy.tokenizer, toy.dev.front(), best_layer, best_head);
   if (s.quick) return;
-  check(pair_curve.ys.back() > 80 && alone_curve.ys.back() > 80,
+  const float pair_bleu = curves.pair.ys.back(), alone_bleu = curves.alone.ys.back();
+  check(pair_bleu > 80 && alone_bleu > 80,
         fmt::format("both translate the toy language: dev BLEU {:.1f} and {:.1f} after {} steps",
-                    pair_curve.ys.back(), alone_curve.ys.back(), s.translation_steps));
+                    pair_bleu, alone_bleu, s.translation_steps));
   check(high - low > 2 * (untrained_high - untrained_low),
         "training spreads the heads apart: some look at the source more than an even spread "
         "would, others at the target written so far, over more than twice the range they had "
