@@ -193,8 +193,8 @@ Text read_fortunes(const Setup& s) {
   std::string train = data::read_text_file(dir / "train.txt").text;
   std::string dev = data::read_text_file(dir / "dev.txt").text;
   if (s.quick) {  // whole fortunes, so that each part still ends with its "%" line
-    train.resize(train.rfind("\n%\n", 60000) + 3);
-    dev.resize(dev.rfind("\n%\n", 8000) + 3);
+    train.resize(train.rfind("\n%\n", 30000) + 3);
+    dev.resize(dev.rfind("\n%\n", 3000) + 3);
   }
   Text text;
   // Characters: the tokens a small model learns fastest from, and those on which a bigram
@@ -281,7 +281,7 @@ void three_checks(const Setup& s, const Text& text, Transformer& model, Checks& 
   Transformer copy(model.config, rng);
   const data::Batch one = windows.next();
   const std::vector<float> memorised = train_lm(
-      copy, [&] { return one; }, s.quick ? 12 : 300, 3e-3f);
+      copy, [&] { return one; }, s.quick ? 6 : 300, 3e-3f);
   fmt::print("  (b) one batch of 32 windows, {} steps on it alone: loss {:.3f} -> {:.3f}\n",
              memorised.size(), memorised.front(), memorised.back());
   check(memorised.back() < (s.quick ? 0.95f : 0.1f) * memorised.front(),
@@ -915,10 +915,10 @@ int main(int argc, char** argv) {
   s.quick = flags.quick;
   s.out = flags.out();
   if (s.quick) {
-    s.lm_steps = 10;
-    s.induction_steps = 30;
-    s.translation_steps = 10;
-    s.samples = 4;
+    s.lm_steps = 4;
+    s.induction_steps = 10;
+    s.translation_steps = 4;
+    s.samples = 2;
   }
 
   Checks check;
