@@ -53,6 +53,9 @@ struct Layer {
   std::string name;
   nn::Module* module;
   std::function<Tensor(const Tensor&)> forward;  // [1, N, D] -> [1, N, D]
+  // The multiply-adds of its products in one forward pass at length n (backward does twice
+  // as many: bench_util.h's add_efficiency counts 3 x 2 FLOPs each).
+  std::function<double(double n)> multiply_adds;
 };
 
 // One forward + backward from loss = sum(y); returns y for checking.
@@ -122,20 +125,25 @@ int main(int argc, char** argv) {
     nn::MultiHeadAttention attention({.d_model = kWidth, .heads = 8}, rng);
     nn::GRU gru(kWidth, kWidth, rng);
     nn::Conv1d conv({.in_channels = kWidth, .out_channels = kWidth, .kernel_size = 3}, rng);
+    constexpr double d = kWidth;
     const std::vector<Layer> layers = {
-        {"self-attention", &attention,
-         [&](const Tensor& x) {
-           return attention.forward(x, x);
+        // q, k, v and the output projected (4 n D^2); Q K^T and the weighted sum (2 n^2 D)
+        {"self-attention", &attention, [&](const Tensor& x) { return attention.forward(x, x); },
+         [](double n) {
+           return 4 * n * d * d + 2 * n * n * d;
          }},
-        {"recurrent", &gru,
-         [&](const Tensor& x) {
-           return gru.forward(x).outputs;
+        // three gates, each from the input and from the state (hidden = D): 6 n D^2
+        {"recurrent", &gru, [&](const Tensor& x) { return gru.forward(x).outputs; },
+         [](double n) {
+           return 6 * n * d * d;
          }},
-        {"convolution", &conv,
-         [&](const Tensor& x) {
-           return conv.forward(x);
+        // three taps, each a D x D product per position: 3 n D^2
+        {"convolution", &conv, [&](const Tensor& x) { return conv.forward(x); },
+         [](double n) {
+           return 3 * n * d * d;
          }},
     };
+    const bench::Limits limits = bench::measure_limits(options.smoke, false);
 
     std::map<int64_t, std::map<std::string, double>> table;  // n -> layer -> ms
     for (int64_t n = 64; n <= max_n; n *= 2) {
@@ -144,11 +152,13 @@ int main(int argc, char** argv) {
         check(layer, x);
         const double ms = 1e3 * median_seconds(layer, x, options.smoke);
         table[n][layer.name] = ms;
-        bench::JsonLine()
-            .add("workload", bench::JsonLine::str("attn-scaling"))
+        bench::JsonLine line;
+        line.add("workload", bench::JsonLine::str("attn-scaling"))
             .add("layer", bench::JsonLine::str(layer.name))
             .add("n", n)
-            .add("ms_per_step", ms, 3)
+            .add("ms_per_step", ms, 3);
+        const double flops = 3 * 2 * layer.multiply_adds(static_cast<double>(n));
+        bench::add_efficiency(line, flops, ms, limits)
             .add("params", layer.module->parameter_count())
             .add("threads", int64_t{options.threads})
             .print();

@@ -21,6 +21,7 @@
 #include "autograd/random.h"
 #include "bench/bench_util.h"
 #include "data/batch.h"
+#include "models/flops.h"
 #include "models/transformer.h"
 #include "nn/optim.h"
 #include "training/loop.h"
@@ -35,6 +36,7 @@ constexpr std::string_view kUsage =
     "  Times training steps of the base-size Transformer (Table 3 with a tied vocabulary of\n"
     "  8000) on random ids and prints one JSON object:\n"
     "  {\"workload\":\"base-step\",\"ms_per_step\":...,\"tokens_per_s\":...,\"peak_rss_mb\":...,\n"
+    "   \"gflop_per_step\":...,\"gflops\":...,\"peak_gflops\":...,\"fraction_of_peak\":...,\n"
     "   \"params\":...,\"threads\":...}\n"
     "  --smoke    one step on batch 2, length 8 (for CI, about a second)\n"
     "  --steps    timed steps after 2 warm-up steps (default 5)\n";
@@ -113,17 +115,24 @@ int main(int argc, char** argv) {
     const double ms_per_step = 1e3 * bench::median(step_seconds);
     const double tokens_per_s =
         static_cast<double>(shapes.batch * shapes.length) / (ms_per_step * 1e-3);
-    bench::JsonLine()
-        .add("workload", bench::JsonLine::str("base-step"))
+    const double flops =
+        gemm_flops_per_step(config, shapes.batch, shapes.length, shapes.length).total();
+    const bench::Limits limits = bench::measure_limits(options.smoke, false);
+    bench::JsonLine line;
+    line.add("workload", bench::JsonLine::str("base-step"))
         .add("ms_per_step", ms_per_step, 1)
-        .add("tokens_per_s", tokens_per_s, 0)
+        .add("tokens_per_s", tokens_per_s, 0);
+    bench::add_efficiency(line, flops, ms_per_step, limits)
         .add("peak_rss_mb", bench::peak_rss_mb(), 1)
         .add("params", model.parameter_count())
         .add("threads", int64_t{options.threads})
         .print();
     fmt::print(stderr,
-               "base-step  {:.1f} ms/step  {:.0f} tokens/s  peak RSS {:.0f} MB  {} params\n",
-               ms_per_step, tokens_per_s, bench::peak_rss_mb(), model.parameter_count());
+               "base-step  {:.1f} ms/step  {:.0f} tokens/s  {:.0f}% of the peak ({:.0f} GFLOP/s)  "
+               "peak RSS {:.0f} MB  {} params\n",
+               ms_per_step, tokens_per_s,
+               100 * flops * 1e-9 / (ms_per_step * 1e-3) / limits.peak_gflops, limits.peak_gflops,
+               bench::peak_rss_mb(), model.parameter_count());
   } catch (const std::exception& e) {
     fmt::print(stderr, "base_step: {}\n", e.what());
     return 1;

@@ -15,10 +15,12 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "autograd/kernels/parallel.h"
+#include "autograd/kernels/roofline.h"
 #include "autograd/random.h"
 #include "autograd/tensor.h"
 #include "data/vocab.h"
@@ -97,6 +99,22 @@ inline double peak_rss_mb() {
   return static_cast<double>(usage.ru_maxrss) / 1024.0;
 }
 
+// The machine's limits (autograd/kernels/roofline.h) on all its cores, whatever --threads says:
+// the peak a workload is read against is the machine's, not that of the threads it chose.
+// Measured in the same process, right after the workload, so both meet the same load.
+struct Limits {
+  double peak_gflops = 0, bandwidth_gbs = 0;
+};
+inline Limits measure_limits(bool smoke, bool bandwidth_too) {
+  const int threads_before = kernels::num_threads();
+  const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  kernels::set_num_threads(cores);
+  Limits limits{.peak_gflops = kernels::peak_gflops(cores, smoke ? 3 : 40)};
+  if (bandwidth_too) limits.bandwidth_gbs = kernels::read_bandwidth_gbs(cores, smoke ? 1 : 5);
+  kernels::set_num_threads(threads_before);
+  return limits;
+}
+
 // One JSON object on one line: keys in the order given, values already formatted as JSON
 // (numbers as text, strings quoted by str()).
 class JsonLine {
@@ -122,5 +140,16 @@ class JsonLine {
  private:
   std::vector<std::pair<std::string, std::string>> fields_;
 };
+
+// The keys of a training workload's efficiency: the GFLOP of a step's matrix products
+// (models/flops.h), the rate the step's time makes of them, and that rate over the peak.
+inline JsonLine& add_efficiency(JsonLine& line, double flops_per_step, double ms_per_step,
+                                const Limits& limits) {
+  const double gflops = flops_per_step * 1e-9 / (ms_per_step * 1e-3);
+  return line.add("gflop_per_step", flops_per_step * 1e-9, 4)
+      .add("gflops", gflops, 1)
+      .add("peak_gflops", limits.peak_gflops, 1)
+      .add("fraction_of_peak", gflops / limits.peak_gflops, 3);
+}
 
 }  // namespace gf::bench

@@ -4,7 +4,20 @@
 hits both, and prints a markdown table: our number, PyTorch's and the ratio ours / PyTorch.
 
   bench/compare.py [--bin build/bin] [--workloads copy-tiny,decode] [--seed 1] [--smoke]
-                   [--threads 2] [--copy-seeds 5] [--no-probe] [--raw out.jsonl]
+                   [--threads 2] [--rounds 3] [--copy-seeds 5] [--no-probe] [--raw out.jsonl]
+  bench/compare.py --ab OTHER/bin [...]     two builds of ours, A (--bin) against B
+
+Each workload runs in rounds, ours then PyTorch's, round after round (copy-tiny: one round a
+seed), and the table gives each side's median with the ratio's spread over the rounds (min,
+median, max): on a shared machine the ratio of two programs moves with the load, and the
+spread shows by how much. Beside the times it gives each side's distance from the machine's
+limit, measured by our program in the same round (autograd/kernels/roofline.h): the matrix
+products' GFLOP/s as a fraction of the FMA peak for training (both sides do the same products,
+counted by models/flops.h), and for decoding the time over its floor (its products at the peak
+and its reads of weights and cache at the memory bandwidth).
+
+--ab runs two builds of ours against each other in the same alternation, both with --threads
+N and no probes: the before-and-after measurement of a change.
 
 Each side runs each workload in its fastest setup on this machine. Before a workload's full
 run, every candidate setup of each side runs a short probe (the full run's model and batch,
@@ -81,6 +94,8 @@ METRICS = [
     ("tokens_per_s", "tokens/s", "higher"),
     ("steps_to_100", "steps to 100 copied", "lower"),
     ("seconds_to_100", "seconds to 100 copied", "lower"),
+    ("fraction_of_peak", "fraction of the FMA peak", "higher"),
+    ("times_floor", "time / its floor", "lower"),
     ("peak_rss_mb", "peak RSS MB", "lower"),
     ("params", "parameters", "equal"),
 ]
@@ -117,7 +132,7 @@ class Setup:
         return env
 
     def describe(self, side, record=None):
-        if side == "ours":
+        if side == "ours" or not self.env and record and "torch_threads" not in record:
             return f"--threads {self.threads}"
         env = dict(self.env)
         words = [f"torch threads {self.threads}"]
@@ -170,7 +185,7 @@ def run(command, env, timeout=None):
 
 def candidate_setups(args):
     """The setups each side's probes choose from (see the docstring)."""
-    if args.no_probe:
+    if args.no_probe or args.ab:
         return {"ours": [Setup(args.threads)], "pytorch": [Setup(args.threads)]}
     torch = torch_setups(args.threads)
     if args.smoke:  # the first and the last: enough to check the probing, and quick
@@ -180,9 +195,10 @@ def candidate_setups(args):
 
 def command(args, side, workload, setup, seed, probe=False):
     """The command line of one run (or probe) of one side."""
-    if side == "ours":
+    if side == "ours" or args.ab:
         extra = OURS_PROBE[workload] if probe else []
-        start = [str(Path(args.bin) / OURS[workload][0])] + OURS[workload][1:]
+        bin_dir = args.bin if side == "ours" else args.ab
+        start = [str(Path(bin_dir) / OURS[workload][0])] + OURS[workload][1:]
     else:
         extra = ["--probe"] if probe else []
         start = [TORCH_PYTHON, str(TORCH_SCRIPT), workload]
@@ -192,9 +208,9 @@ def command(args, side, workload, setup, seed, probe=False):
 
 
 def probe_score(workload, records):
-    """What a probe is ranked by: its ms per step (decode: ours with its cache, the row the
+    """What a probe is ranked by: its ms per step (decode: with the cache, the row the
     table leads with; attn-scaling: the sum over every layer and n). inf if it printed none."""
-    if workload == "decode":  # PyTorch's only row recomputes; ours with the cache comes first
+    if workload == "decode":  # the cached row, on both sides
         records = sorted(records, key=lambda r: not r.get("cache"))
     if workload != "attn-scaling":
         records = records[:1]
@@ -242,21 +258,22 @@ def fmt(value):
     return str(value)
 
 
-def ratio(ours, theirs):
-    if not isinstance(ours, (int, float)) or not isinstance(theirs, (int, float)) or not theirs:
-        return "-"
-    return f"{ours / theirs:.2f}"
+def numbers(values):
+    return [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
 
 
-def median_record(records):
-    """One record whose every numeric value is the median of the records' values."""
-    if not records:
-        return {}
-    merged = dict(records[0])
-    for key, value in records[0].items():
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            merged[key] = statistics.median(r[key] for r in records if key in r)
-    return merged
+def with_limits(mine, reference):
+    """The other side's record with its distance from the machine's limits, where it does not
+    report one itself (PyTorch), from our run of the same round: the same products (our
+    gflop_per_step) over its own time against our measured peak, or its time over our floor."""
+    reference = dict(reference)
+    ms = reference.get("ms_per_step")
+    if "fraction_of_peak" not in reference and ms and mine.get("gflop_per_step") \
+            and mine.get("peak_gflops"):
+        reference["fraction_of_peak"] = mine["gflop_per_step"] / (ms * 1e-3) / mine["peak_gflops"]
+    if "times_floor" not in reference and ms and mine.get("floor_ms"):
+        reference["times_floor"] = ms / mine["floor_ms"]
+    return reference
 
 
 def rows_for(workload, ours, theirs):
@@ -264,9 +281,11 @@ def rows_for(workload, ours, theirs):
     if workload == "decode":
         cached = [r for r in ours if r.get("cache")]
         recomputed = [r for r in ours if not r.get("cache")]
-        return [("decode (ours: cache)", cached[0] if cached else {}, theirs[0] if theirs else {}),
-                ("decode (ours: no cache)", recomputed[0] if recomputed else {},
-                 theirs[0] if theirs else {})]
+        def twin(cache):  # the other side's run with the same cache setting, if it has one
+            same = [r for r in theirs if r.get("cache") == cache]
+            return same[0] if same else theirs[0] if theirs else {}
+        return [("decode (cache)", cached[0] if cached else {}, twin(True)),
+                ("decode (no cache)", recomputed[0] if recomputed else {}, twin(False))]
     if workload == "attn-scaling":
         key = lambda r: (r.get("layer"), r.get("n"))
         theirs_by_key = {key(r): r for r in theirs}
@@ -275,13 +294,13 @@ def rows_for(workload, ours, theirs):
     return [(workload, ours[0] if ours else {}, theirs[0] if theirs else {})]
 
 
-def print_setups(workloads, choices, results):
+def print_setups(workloads, choices, results, other="PyTorch"):
     """Which setup each side ran each workload in, then every probe's score (ms per step;
     attn-scaling: summed over its rows), the chosen one marked *."""
     print("\nSetups used:\n")
     for w in workloads:
-        ours, theirs = results[w]
-        print(f"- {w}: ours {choices[w]['ours'].setup.describe('ours')}; PyTorch "
+        ours, theirs = results[w][0]
+        print(f"- {w}: ours {choices[w]['ours'].setup.describe('ours')}; {other} "
               f"{choices[w]['pytorch'].setup.describe('pytorch', theirs[0] if theirs else None)}")
     probed = [w for w in workloads if any(c.probes for c in choices[w].values())]
     if not probed:
@@ -325,6 +344,12 @@ def main():
                         help="copy-tiny runs with this many seeds (seed, seed + 1, ...) on each "
                              "side and reports medians: how many steps a run needs to copy "
                              "depends on its initialisation far more than on the framework")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="runs of each side of each workload, alternating (copy-tiny runs "
+                             "--copy-seeds rounds instead)")
+    parser.add_argument("--ab", metavar="OTHER_BIN",
+                        help="compare two builds of ours: --bin (A) against this bin/ (B), "
+                             "both on --threads, no probes and no PyTorch")
     parser.add_argument("--raw", help="also write every JSON line to this file")
     args = parser.parse_args()
 
@@ -332,15 +357,24 @@ def main():
     for w in workloads:
         if w not in OURS:
             sys.exit(f"compare.py: unknown workload {w!r} (known: {', '.join(OURS)})")
+    if args.ab:
+        for w in workloads:
+            program = Path(args.ab) / OURS[w][0]
+            if not program.exists():
+                sys.exit(f"compare.py: {program} not found (--ab names the other build's bin/)")
     try:
+        if args.ab:
+            raise OSError("A/B: no PyTorch")
         probe = subprocess.run([TORCH_PYTHON, "-c", "import torch; print(torch.__version__)"],
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     except OSError:  # no such interpreter
         probe = None
-    if probe is None or probe.returncode != 0:
+    if args.ab:
+        pass
+    elif probe is None or probe.returncode != 0:
         sys.exit(f"compare.py: {TORCH_PYTHON} cannot import torch. Install Debian's "
                  "python3-torch (apt-get install python3-torch) to compare with PyTorch.")
-    torch_version = probe.stdout.strip()
+    torch_version = probe.stdout.strip() if probe is not None else None
     for w in workloads:
         program = Path(args.bin) / OURS[w][0]
         if not program.exists():
@@ -361,64 +395,90 @@ def main():
             raw += [dict(record, side=side, probe=True, seed=args.seed)
                     for _, _, records in choice.probes for record in records]
         mine_setup, torch_setup = choices[w]["ours"].setup, choices[w]["pytorch"].setup
-        seeds = range(args.seed, args.seed + (args.copy_seeds if w == "copy-tiny" else 1))
-        ours, theirs = [], []
-        for seed in seeds:
-            if args.smoke and seed == args.seed and choices[w]["ours"].probes \
+        # copy-tiny: a seed a round (how soon a run copies depends on its start far more than
+        # on the framework); the others: the same seed every round.
+        copy_tiny = w == "copy-tiny"
+        rounds = []
+        for r in range(args.copy_seeds if copy_tiny else args.rounds):
+            seed = args.seed + r if copy_tiny else args.seed
+            if args.smoke and r == 0 and choices[w]["ours"].probes \
                     and choices[w]["pytorch"].probes:
                 # A smoke probe is the smoke run itself: keep its lines rather than run it again.
-                ours.append(choices[w]["ours"].probe_records())
-                theirs.append(choices[w]["pytorch"].probe_records())
+                rounds.append((choices[w]["ours"].probe_records(),
+                               choices[w]["pytorch"].probe_records()))
                 continue
             mine = run(command(args, "ours", w, mine_setup, seed), mine_setup.environment())
             reference = run(command(args, "pytorch", w, torch_setup, seed),
                             torch_setup.environment())
-            raw += [dict(r, side="ours", seed=seed) for r in mine]
-            raw += [dict(r, side="pytorch", seed=seed) for r in reference]
-            ours.append(mine)
-            theirs.append(reference)
-        if len(seeds) > 1:  # one line per side: the medians over the seeds
-            ours = [median_record([r for runs in ours for r in runs])]
-            theirs = [median_record([r for runs in theirs for r in runs])]
-        else:
-            ours, theirs = ours[0], theirs[0]
-        results[w] = (ours, theirs)
+            raw += [dict(rec, side="ours", seed=seed, round=r + 1) for rec in mine]
+            raw += [dict(rec, side="B" if args.ab else "pytorch", seed=seed, round=r + 1)
+                    for rec in reference]
+            rounds.append((mine, reference))
+        results[w] = rounds
     if args.raw:
         with open(args.raw, "w") as out:
             for r in raw:
                 out.write(json.dumps(r) + "\n")
 
-    print(f"## gradformer vs PyTorch {torch_version}"
+    title = (f"gradformer, two builds: A ({Path(args.bin).resolve()}) against B "
+             f"({Path(args.ab).resolve()})" if args.ab
+             else f"gradformer vs PyTorch {torch_version}")
+    print(f"## {title}"
           + (" (--smoke: not a measurement)" if args.smoke else ""))
     print()
     print(f"- date: {started:%Y-%m-%d %H:%M}, {(datetime.datetime.now() - started).seconds} s")
     print(f"- CPU: {cpu_model()}, {os.cpu_count()} logical cores; at most {args.threads} "
           "threads a side")
     print(f"- load average (1, 5, 15 min) before: {load_before}; after: {load_average()}")
-    print("- setups: " + ("as given (--no-probe)" if args.no_probe else
+    print("- setups: " + (f"both --threads {args.threads} (--ab)" if args.ab else
+                          "as given (--no-probe)" if args.no_probe else
                           "each side's fastest in short probes, listed under the table"))
+    print(f"- rounds: {args.rounds} a workload, each side once a round, alternating; the table "
+          "gives medians over the rounds")
     if "copy-tiny" in workloads and args.copy_seeds > 1:
-        print(f"- copy-tiny: medians over seeds {args.seed} to {args.seed + args.copy_seeds - 1}")
+        print(f"- copy-tiny: one round a seed, seeds {args.seed} to "
+              f"{args.seed + args.copy_seeds - 1}")
+    if not args.ab:
+        print("- fraction of the FMA peak: the matrix products' GFLOP/s (models/flops.h, the same "
+              "count for both sides) over the peak our program measured in the same round; "
+              "time / its floor (decode): over the least time its products and reads could take "
+              "at that peak and the measured memory bandwidth")
     print()
-    print("| workload | metric | ours | PyTorch | ours / PyTorch | better |")
-    print("|---|---|---:|---:|---:|---|")
+    other = "B" if args.ab else "PyTorch"
+    mine_name = "A" if args.ab else "ours"
+    print(f"| workload | metric | {mine_name} | {other} | {mine_name} / {other} "
+          "| min, max over rounds | better |")
+    print("|---|---|---:|---:|---:|---:|---|")
     mismatched = []
-    for w, (ours, theirs) in results.items():
-        for label, mine, reference in rows_for(w, ours, theirs):
+    for w, rounds in results.items():
+        rows = {}  # label -> [(ours, theirs) of each round]
+        for ours, theirs in rounds:
+            for label, mine, reference in rows_for(w, ours, theirs):
+                rows.setdefault(label, []).append((mine, with_limits(mine, reference)))
+        for label, pairs in rows.items():
+            mine, reference = pairs[0]
             if mine.get("params") is not None and reference.get("params") is not None \
                     and mine["params"] != reference["params"]:
                 mismatched.append(f"{label}: {mine['params']} vs {reference['params']}")
             for key, name, better in METRICS:
-                if key not in mine and key not in reference:
+                if all(key not in m and key not in r for m, r in pairs):
                     continue
                 if w == "attn-scaling" and key == "params":
                     continue
-                print(f"| {label} | {name} | {fmt(mine.get(key))} | {fmt(reference.get(key))} "
-                      f"| {ratio(mine.get(key), reference.get(key))} | {better} |")
+                ours_values = numbers(m.get(key) for m, _ in pairs)
+                their_values = numbers(r.get(key) for _, r in pairs)
+                ratios = [m[key] / r[key] for m, r in pairs
+                          if numbers([m.get(key), r.get(key)]) == [m.get(key), r.get(key)]
+                          and r[key]]
+                median = lambda v: statistics.median(v) if v else None
+                middle = f"{median(ratios):.2f}" if ratios else "-"
+                ends = f"{min(ratios):.2f}, {max(ratios):.2f}" if len(ratios) > 1 else "-"
+                print(f"| {label} | {name} | {fmt(median(ours_values))} "
+                      f"| {fmt(median(their_values))} | {middle} | {ends} | {better} |")
     if mismatched:
         print("\nparameter counts differ (the twins are not the same model): "
               + "; ".join(mismatched))
-    print_setups(workloads, choices, results)
+    print_setups(workloads, choices, results, other)
 
 
 if __name__ == "__main__":

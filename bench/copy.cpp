@@ -33,6 +33,7 @@
 #include "data/batch.h"
 #include "data/pair.h"
 #include "data/vocab.h"
+#include "models/flops.h"
 #include "models/transformer.h"
 #include "nn/optim.h"
 #include "training/evaluate.h"
@@ -48,7 +49,8 @@ constexpr std::string_view kUsage =
     "            [--max-steps 3000] [--help]\n"
     "  Trains the Transformer on the copy task and prints one JSON object per workload:\n"
     "  {\"workload\":\"copy-tiny\",\"ms_per_step\":...,\"tokens_per_s\":...,\"steps_to_100\":...,\n"
-    "   \"seconds_to_100\":...,\"peak_rss_mb\":...,\"params\":...,\"threads\":...}\n"
+    "   \"seconds_to_100\":...,\"gflop_per_step\":...,\"gflops\":...,\"peak_gflops\":...,\n"
+    "   \"fraction_of_peak\":...,\"peak_rss_mb\":...,\"params\":...,\"threads\":...}\n"
     "  --workload   which one (default all; run them one per process for a clean peak RSS)\n"
     "  --smoke      a few steps of each, copy-base on batch 8 (for CI, about a second)\n"
     "  --threads    threads (default 2)\n"
@@ -131,6 +133,7 @@ int64_t exact_copies(Transformer& model, const std::vector<data::Pair>& pairs) {
 
 struct Result {
   double ms_per_step = 0, tokens_per_s = 0, seconds_to_100 = 0;
+  double flops_per_step = 0;  // of the matrix products (models/flops.h)
   std::optional<int64_t> steps_to_100;
   int64_t params = 0;
 };
@@ -170,8 +173,15 @@ Result run(const Workload& workload, const bench::CommonOptions& options, int64_
       return result.steps_to_100.has_value();
     };
   }
+  const auto next_batch = [&] {
+    data::Batch batch = data::make_batch(copy_pairs(workload.batch, data_rng));
+    result.flops_per_step = gemm_flops_per_step(workload.config, workload.batch,
+                                                batch.src.shape()[1], batch.tgt_in.shape()[1])
+                                .total();
+    return batch;
+  };
   training::run(
-      trainer, [&] { return data::make_batch(copy_pairs(workload.batch, data_rng)); },
+      trainer, next_batch,
       [&](const data::Batch& batch) { return training::teacher_forced_loss(model, batch); },
       workload.train_to_100 ? max_steps : workload.warmup_steps + workload.timed_steps, hooks);
   result.ms_per_step = 1e3 * bench::median(step_seconds);
@@ -236,12 +246,15 @@ int main(int argc, char** argv) {
                  r.steps_to_100 ? fmt::format("{:.2f}", r.seconds_to_100) : "null");
         all_copied = all_copied && r.steps_to_100.has_value();
       }
-      line.add("peak_rss_mb", bench::peak_rss_mb(), 1)
+      const bench::Limits limits = bench::measure_limits(options.smoke, false);
+      bench::add_efficiency(line, r.flops_per_step, r.ms_per_step, limits)
+          .add("peak_rss_mb", bench::peak_rss_mb(), 1)
           .add("params", r.params)
           .add("threads", int64_t{options.threads})
           .print();
-      fmt::print(stderr, "{:<10} {:>8.2f} ms/step {:>9.0f} tokens/s", workload.name, r.ms_per_step,
-                 r.tokens_per_s);
+      fmt::print(stderr, "{:<10} {:>8.2f} ms/step {:>9.0f} tokens/s {:>5.1f}% of the peak",
+                 workload.name, r.ms_per_step, r.tokens_per_s,
+                 100 * r.flops_per_step * 1e-9 / (r.ms_per_step * 1e-3) / limits.peak_gflops);
       if (workload.train_to_100)
         fmt::print(stderr, "   100 copied exactly {}",
                    r.steps_to_100

@@ -22,6 +22,7 @@
 #include "autograd/random.h"
 #include "bench/bench_util.h"
 #include "data/vocab.h"
+#include "models/flops.h"
 #include "models/transformer.h"
 
 namespace {
@@ -33,24 +34,42 @@ constexpr std::string_view kUsage =
     "  Times greedy decoding of 32 tokens for 16 sources with the base-size model and prints\n"
     "  one JSON object per variant:\n"
     "  {\"workload\":\"decode\",\"cache\":true,\"ms_per_step\":...,\"tokens_per_s\":...,...}\n"
-    "  (ms_per_step: one decoding of the whole batch; tokens_per_s: generated tokens)\n"
+    "  (ms_per_step: one decoding of the whole batch; tokens_per_s: generated tokens;\n"
+    "  floor_ms: the least time the cached decoding could take here, its products at the\n"
+    "  measured FMA peak and its reads of weights and cache at the measured memory bandwidth;\n"
+    "  times_floor: ms_per_step over floor_ms)\n"
     "  --smoke    batch 2, 4 tokens, one timed run (for CI, about a second)\n";
 
-void print_result(bool cache, double seconds, int64_t tokens, int64_t runs, int64_t params,
-                  int threads) {
+struct Run {
+  bool cache = false;
+  double seconds = 0;
+  int64_t runs = 0;
+};
+
+// `floor_seconds`: the least time the cached decoding could take on this machine
+// (models/flops.h), the same for both runs so that each shows its distance from it.
+void print_result(const Run& run, int64_t tokens, double floor_seconds, const bench::Limits& limits,
+                  double peak_rss_mb, int64_t params, int threads) {
   bench::JsonLine()
       .add("workload", bench::JsonLine::str("decode"))
-      .add("cache", cache ? "true" : "false")
-      .add("ms_per_step", 1e3 * seconds, 1)
-      .add("tokens_per_s", static_cast<double>(tokens) / seconds, 0)
-      .add("runs", runs)
-      .add("peak_rss_mb", bench::peak_rss_mb(), 1)
+      .add("cache", run.cache ? "true" : "false")
+      .add("ms_per_step", 1e3 * run.seconds, 1)
+      .add("tokens_per_s", static_cast<double>(tokens) / run.seconds, 0)
+      .add("runs", run.runs)
+      .add("floor_ms", 1e3 * floor_seconds, 2)
+      .add("times_floor", run.seconds / floor_seconds, 2)
+      .add("peak_gflops", limits.peak_gflops, 1)
+      .add("bandwidth_gbs", limits.bandwidth_gbs, 1)
+      .add("peak_rss_mb", peak_rss_mb, 1)
       .add("params", params)
       .add("threads", int64_t{threads})
       .print();
-  fmt::print(stderr, "decode {:<8} {:>9.1f} ms per batch {:>8.0f} tokens/s ({} run{})\n",
-             cache ? "cache" : "no cache", 1e3 * seconds, static_cast<double>(tokens) / seconds,
-             runs, runs == 1 ? "" : "s, median");
+  fmt::print(stderr,
+             "decode {:<8} {:>9.1f} ms per batch {:>8.0f} tokens/s, {:.2f}x the floor of "
+             "{:.1f} ms ({} run{})\n",
+             run.cache ? "cache" : "no cache", 1e3 * run.seconds,
+             static_cast<double>(tokens) / run.seconds, run.seconds / floor_seconds,
+             1e3 * floor_seconds, run.runs, run.runs == 1 ? "" : "s, median");
 }
 
 }  // namespace
@@ -100,9 +119,15 @@ int main(int argc, char** argv) {
       if (run >= warmup_runs) seconds.push_back(bench::seconds_since(start));
     }
     const int64_t tokens = batch * length;
-    print_result(true, bench::median(seconds), tokens, timed_runs, model.parameter_count(),
-                 options.threads);
-    print_result(false, recompute_seconds, tokens, 1, model.parameter_count(), options.threads);
+    const double peak_rss_mb = bench::peak_rss_mb();  // before the bandwidth's buffer
+    const bench::Limits limits = bench::measure_limits(options.smoke, true);
+    const double floor_seconds = greedy_decode_floor_seconds(
+        config, batch, length, length, limits.peak_gflops, limits.bandwidth_gbs);
+    for (const Run& run :
+         {Run{.cache = true, .seconds = bench::median(seconds), .runs = timed_runs},
+          Run{.cache = false, .seconds = recompute_seconds, .runs = 1}})
+      print_result(run, tokens, floor_seconds, limits, peak_rss_mb, model.parameter_count(),
+                   options.threads);
   } catch (const std::exception& e) {
     fmt::print(stderr, "decode: {}\n", e.what());
     return 1;

@@ -37,6 +37,7 @@
 #include "autograd/kernels/cpu.h"
 #include "autograd/kernels/gemm.h"
 #include "autograd/kernels/parallel.h"
+#include "autograd/kernels/roofline.h"
 #include "autograd/kernels/simd.h"
 #include "autograd/ops.h"
 #include "autograd/profile.h"
@@ -45,6 +46,7 @@
 #include "data/batch.h"
 #include "data/tasks.h"
 #include "lessons/lesson.h"
+#include "models/flops.h"
 #include "models/transformer.h"
 #include "nn/optim.h"
 #include "viz/bar_chart.h"
@@ -83,37 +85,9 @@ Vec load(const float* p) {
   return v;
 }
 
-// [snippet: peak]
-// Multiply-adds on registers and nothing else: kChains independent chains, so that the FMA
-// units never wait for a result (each FMA takes 4 cycles, and 2 units need 8 in flight), and
-// few enough to stay in registers beside `scale` and `shift` (16 of 32 registers, 12 of 16).
-constexpr int kChains = kernels::kVectorRegisters == 32 ? 16 : 12;
-// kernels::run_parts hands out `threads` parts of `iterations` rounds, each round kChains x
-// kLanes multiply-adds. A part runs on whichever thread claims it first: when another program
-// holds a core, the caller runs both parts one after the other, or the second waits for a
-// core; either way the rate shows it.
-double fma_gflops(int threads, int64_t iterations) {
-  std::vector<float> sinks(static_cast<size_t>(threads));
-  const auto start = Clock::now();
-  kernels::run_parts(threads, [&](int part) {
-    Vec acc[kChains];
-    for (int c = 0; c < kChains; ++c) acc[c] = Vec{} + static_cast<float>(c);
-    const Vec scale = Vec{} + 0.999f, shift = Vec{} + 0.001f;  // acc tends to 1: no overflow
-    for (int64_t it = 0; it < iterations; ++it) {
-#pragma GCC unroll 16
-      for (int c = 0; c < kChains; ++c) acc[c] = acc[c] * scale + shift;  // vfmadd, fmla
-    }
-    for (int c = 0; c < kChains; ++c)
-      for (int lane = 0; lane < kLanes; ++lane) sinks[static_cast<size_t>(part)] += acc[c][lane];
-  });
-  float sink = 0.0f;
-  for (const float s : sinks) sink += s;
-  const double seconds = seconds_since(start);
-  if (!(sink > 0.0f)) return 0.0;  // uses the sums, so the loop cannot be optimised away
-  const double flops = 2.0 * kChains * kLanes * static_cast<double>(iterations) * threads;
-  return flops / seconds * 1e-9;
-}
-// [/snippet]
+// The peak loop is the library's (autograd/kernels/roofline.cpp), which bench/ uses too.
+using kernels::fma_gflops;
+using kernels::kChains;
 
 struct Peak {
   double one_thread = 0, all_threads = 0;
@@ -545,34 +519,6 @@ void subnormals(bool quick, uint64_t seed, Checks& check) {
 struct ModelSize {
   int64_t d_model = 64, d_ff = 256, heads = 4, steps = 10;
 };
-
-// [snippet: gemm-flops]
-// The multiply-adds of one forward pass that are matrix products, from the shapes alone.
-// linear: per source token, an encoder layer projects q, k, v and the output (4 D^2) and
-// runs the FFN (2 D F); per target token, a decoder layer projects for self-attention
-// (4 D^2) and q and the output of cross-attention (2 D^2) and runs the FFN; cross-attention's
-// k and v are projected once per source token (2 D^2); the output layer costs D V.
-// attention (the fused attention ops): Q K^T and the weighted sum of V, 2 D per key, per
-// query.
-// Backward does two products the size of each forward one (dA and dB): 3x in all, 2 FLOPs
-// per multiply-add.
-struct GemmFlops {
-  double linear = 0, attention = 0;
-  double total() const { return linear + attention; }
-};
-GemmFlops gemm_flops_per_step(const TransformerConfig& c, int64_t batch, int64_t s, int64_t t) {
-  const double d = static_cast<double>(c.d_model), f = static_cast<double>(c.d_ff);
-  const double sd = static_cast<double>(s), td = static_cast<double>(t);
-  const double enc = static_cast<double>(c.encoder_layers);
-  const double dec = static_cast<double>(c.decoder_layers);
-  const double linear = enc * sd * (4 * d * d + 2 * d * f) +
-                        dec * (td * (6 * d * d + 2 * d * f) + sd * 2 * d * d) +
-                        td * d * static_cast<double>(c.vocab_size);
-  const double attention = enc * sd * 2 * sd * d + dec * td * (2 * td * d + 2 * sd * d);
-  const double per_multiply_add = 3 * 2 * static_cast<double>(batch);
-  return {.linear = per_multiply_add * linear, .attention = per_multiply_add * attention};
-}
-// [/snippet]
 
 struct StepProfile {
   ModelSize size{};
