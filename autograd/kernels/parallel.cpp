@@ -23,7 +23,16 @@
 // caller wrote them before it published the job with its release store to claim_, and rewrites
 // them only after every part has been counted in parts_done_.
 //
-// Waiting is "spin, then sleep" on both sides (Pool::wait_until).
+// Waiting is "spin, then sleep" on both sides (Pool::wait_until), with one limit: at most one
+// worker fewer than the cores the process may run on spins at a time. With more threads than
+// cores (--threads 16 on two, as a learner's setting may be copied to a smaller machine), a
+// spinning worker holds a core the caller or a worker with a part needs, and the step waits
+// for the scheduler's time slice, milliseconds each time: --threads 16 ran a copy-tiny step 5.4
+// times slower than --threads 2 on two cores. The workers past the limit sleep at once, and
+// publishing a job wakes only as many as there are free spinning places, so in a long run of
+// jobs the same few workers spin and the others stay asleep. Every thread can still take a
+// part, so the results stay those of any other thread count; libgomp does likewise when a team
+// has more threads than available CPUs (it cuts its spin count by a factor of 1000).
 #include "autograd/kernels/parallel.h"
 
 #include <fmt/format.h>
@@ -41,13 +50,27 @@
 
 #include "autograd/kernels/cpu.h"
 
+#if defined(__linux__)
+#include <sched.h>
+#endif
+
 namespace gf::kernels {
 namespace {
+
+// The cores this process may run on: its CPU affinity mask (taskset, a container's cpuset),
+// else every core the machine has.
+int usable_cores() {
+#if defined(__linux__)
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+#endif
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+}
 
 int default_threads() {
   int n = 0;
   if (const char* env = std::getenv("OMP_NUM_THREADS")) n = std::atoi(env);
-  if (n <= 0) n = static_cast<int>(std::thread::hardware_concurrency());
+  if (n <= 0) n = usable_cores();
   return std::clamp(n, 1, kMaxThreads);
 }
 
@@ -105,9 +128,9 @@ class Pool {
     parts_done_.store(0);
     ++job_number_;
     claim_.store(pack(job_number_, static_cast<uint64_t>(parts), 0));  // publishes the job
-    wake_sleepers();
+    wake_workers();
     work_on_current_job();
-    wait_until([&] { return parts_done_.load() == parts; });
+    wait_until([&] { return parts_done_.load() == parts; }, caller_asleep_, Spin::kCaller);
     if (first_error_) std::rethrow_exception(std::exchange(first_error_, nullptr));
   }
 
@@ -139,47 +162,72 @@ class Pool {
       if (p >= parts) return;
       if (!claim_.compare_exchange_weak(claim, claim + 1)) continue;  // claim now holds the new
       run_part(job_, p, first_error_);                                // value: look again
-      if (parts_done_.fetch_add(1) + 1 == parts) wake_sleepers();
+      if (parts_done_.fetch_add(1) + 1 == parts) wake_caller();
       claim = claim_.load();
     }
   }
 
-  // Polls done() with the CPU's pause hint for up to kSpinMicroseconds, then sleeps until a
-  // wake_sleepers() call finds it true. The sleep is rare (only after a pause in the work),
-  // so it may take a lock; the hand-off between jobs of one step never does.
+  // How a thread waits: the caller spins without a place; a worker spins in a place it holds
+  // (and gives back here), or, with none free, does not spin.
+  enum class Spin { kCaller, kInPlace, kNo };
+
+  // Polls done() with the CPU's pause hint for up to kSpinMicroseconds, unless spin is kNo,
+  // then sleeps until a wake-up finds done() true. `asleep` counts the sleepers of its kind,
+  // for the waker to read. The sleep is rare (only after a pause in the work), so it may take
+  // a lock; the hand-off between jobs of one step never does.
   template <typename Done>
-  void wait_until(Done done) {
+  void wait_until(Done done, std::atomic<int>& asleep, Spin spin) {
+    const bool holds_place = spin == Spin::kInPlace;
     using Clock = std::chrono::steady_clock;
     const auto give_up = Clock::now() + std::chrono::microseconds(kSpinMicroseconds);
-    for (int polls = 1; !done(); ++polls) {
-      if (polls % 64 == 0 && Clock::now() > give_up) {
-        // Count ourselves as a sleeper *before* the last look at done(): a waker that changed
-        // the state after that look then sees the count and takes the lock (all seq_cst).
-        sleepers_.fetch_add(1);
-        {
-          std::unique_lock lock(sleep_mutex_);
-          wake_.wait(lock, done);
-        }
-        sleepers_.fetch_sub(1);
+    for (int polls = 1; spin != Spin::kNo; ++polls) {
+      if (done()) {
+        if (holds_place) spinning_.fetch_sub(1);
         return;
       }
+      if (polls % 64 == 0 && Clock::now() > give_up) break;
       cpu_relax();
     }
+    // Count ourselves as a sleeper, and only then give the spinning place back and take the
+    // last look at done(): a waker that changed the state after that look then sees the
+    // count and takes the lock, and one that read the places before we gave ours back
+    // changed the state before our look (all seq_cst).
+    asleep.fetch_add(1);
+    if (holds_place) spinning_.fetch_sub(1);
+    {
+      std::unique_lock lock(sleep_mutex_);
+      wake_.wait(lock, done);
+    }
+    asleep.fetch_sub(1);
   }
 
-  // Called after every change a waiter may be waiting for.
-  void wake_sleepers() {
-    // The change (a seq_cst store or read-modify-write) must be visible before we read
-    // sleepers_, or a waiter may count itself, look at the old state and sleep while we see no
-    // sleeper. C++ promises that order for a seq_cst store followed by a seq_cst load, and ARM
-    // and x86 CPUs keep it, but qemu-user 7.2 does not: running ARM code on an x86 host, a
-    // store-release followed by a load-acquire let both threads of the classic
-    // store-buffering test read the old value in 15 to 39 of 200,000 rounds. So we read the
-    // count with a read-modify-write that adds 0: an RMW always reads the last value in the
-    // variable's order, and under qemu the same test never read an old one (0 of 200,000). A
-    // fence would do too, but ThreadSanitizer cannot check fences (GCC refuses to build it).
-    if (sleepers_.fetch_add(0) == 0) return;
+  // The counts are read with a read-modify-write that adds 0, not a load. The change the
+  // waiter waits for (a seq_cst store or read-modify-write) must be visible before we read
+  // its count, or a waiter may count itself, look at the old state and sleep while we see no
+  // sleeper. C++ promises that order for a seq_cst store followed by a seq_cst load, and ARM
+  // and x86 CPUs keep it, but qemu-user 7.2 does not: running ARM code on an x86 host, a
+  // store-release followed by a load-acquire let both threads of the classic
+  // store-buffering test read the old value in 15 to 39 of 200,000 rounds. An RMW always
+  // reads the last value in the variable's order, and under qemu the same test never read an
+  // old one (0 of 200,000). A fence would do too, but ThreadSanitizer cannot check fences (GCC
+  // refuses to build it).
+  static int read_count(std::atomic<int>& count) { return count.fetch_add(0); }
+
+  // After publishing a job: wakes sleeping workers into the free spinning places, one each.
+  void wake_workers() {
+    const int free_places = spin_places_ - read_count(spinning_);
+    if (free_places <= 0 || read_count(workers_asleep_) == 0) return;
     { std::lock_guard lock(sleep_mutex_); }  // a sleeper is either before its check or asleep
+    // Only workers wait for a job here: the caller, the one thread that publishes, is not
+    // asleep while it does.
+    for (int i = 0; i < free_places; ++i) wake_.notify_one();
+  }
+
+  // After the job's last part: wakes the caller if it has gone to sleep waiting. notify_all,
+  // since sleeping workers share the condition variable.
+  void wake_caller() {
+    if (read_count(caller_asleep_) == 0) return;
+    { std::lock_guard lock(sleep_mutex_); }
     wake_.notify_all();
   }
 
@@ -189,10 +237,15 @@ class Pool {
     flush_denormals_for_good();
     for (;;) {
       uint64_t claim = 0;
-      wait_until([&] {
-        claim = claim_.load();
-        return job_of(claim) != job;
-      });
+      // Spin in a free place (see the top of this file), or sleep at once.
+      const bool place = spinning_.fetch_add(1) < spin_places_;
+      if (!place) spinning_.fetch_sub(1);
+      wait_until(
+          [&] {
+            claim = claim_.load();
+            return job_of(claim) != job;
+          },
+          workers_asleep_, place ? Spin::kInPlace : Spin::kNo);
       if (parts_of(claim) == 0) return;  // the order to stop (see the top of this file)
       job = job_of(claim);
       work_on_current_job();
@@ -200,13 +253,15 @@ class Pool {
   }
 
   void start_workers() {
+    spin_places_ = std::min(threads_.load(), usable_cores()) - 1;
     for (int index = 1; index < threads_.load(); ++index)
       workers_.emplace_back(&Pool::worker, this, job_number_);
   }
 
   void stop_workers() {
     claim_.store(pack(++job_number_, 0, 0));  // a new job number (with no parts) wakes every
-    wake_sleepers();                          // worker, which then returns
+    { std::lock_guard lock(sleep_mutex_); }   // worker, which then returns
+    wake_.notify_all();
     for (std::thread& w : workers_) w.join();
     workers_.clear();
   }
@@ -217,7 +272,11 @@ class Pool {
   uint64_t job_number_ = 0;         // written only by the thread holding run_mutex_
   std::atomic<uint64_t> claim_{0};  // job number | part count | next part to hand out
   std::atomic<int> parts_done_{0};
-  std::atomic<int> sleepers_{0};  // threads in (or about to enter) wake_.wait
+  // Threads in (or about to enter) wake_.wait: the caller waiting for parts, workers for a job.
+  std::atomic<int> caller_asleep_{0}, workers_asleep_{0};
+  // Workers spinning for the next job, and how many may: one fewer than the cores, at most.
+  std::atomic<int> spinning_{0};
+  int spin_places_ = 0;  // written only while no worker runs
   std::mutex sleep_mutex_;
   std::condition_variable wake_;
   // The current job: written by the caller before it publishes the job, read by the threads

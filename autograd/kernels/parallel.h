@@ -10,7 +10,8 @@
 // than one. OpenMP's other setting spins without end and steals the core from other programs.
 // The pool does what both mean to do: after each job a worker polls for a short while
 // (kSpinMicroseconds), so the next job of the same step reaches it in well under a
-// microsecond, and then sleeps, so an idle process costs nothing.
+// microsecond, and then sleeps, so an idle process costs nothing. With more threads than
+// cores, only one worker fewer than the cores polls; the others sleep (parallel.cpp says why).
 #pragma once
 
 #include <algorithm>

@@ -152,6 +152,27 @@ TEST_CASE("pool: workers wake up after they went to sleep", "[kernels][parallel]
   CHECK(total.load() == 20000 * 3);
 }
 
+TEST_CASE("pool: more threads than cores still wake, and run every part once",
+          "[kernels][parallel]") {
+  // 16 threads: on a machine of fewer cores, most workers never spin and are woken one at a
+  // time into a free spinning place; a lost wake-up would hang here, a part run twice or not
+  // at all would show in the counts.
+  ThreadsGuard guard;
+  set_num_threads(16);
+  std::vector<std::atomic<int>> runs(16);
+  for (int job = 0; job < 30; ++job) {
+    std::this_thread::sleep_for(std::chrono::microseconds(3 * gf::kernels::kSpinMicroseconds));
+    run_parts(16, [&](int part) { runs[static_cast<size_t>(part)].fetch_add(1); });
+  }
+  for (int job = 0; job < 5000; ++job)
+    run_parts(1 + job % 16, [&](int part) { runs[static_cast<size_t>(part)].fetch_add(1); });
+  for (int part = 0; part < 16; ++part) {
+    int expected = 30;
+    for (int job = 0; job < 5000; ++job) expected += part < 1 + job % 16 ? 1 : 0;
+    CHECK(runs[static_cast<size_t>(part)].load() == expected);
+  }
+}
+
 TEST_CASE("pool: two threads of a program can use the kernels at once", "[kernels][parallel]") {
   ThreadsGuard guard;
   set_num_threads(2);
