@@ -49,7 +49,8 @@ void gemm_blas(const GemmArgs& args) {
   const int lda = static_cast<int>(ld.a), ldb = static_cast<int>(ld.b),
             ldc = static_cast<int>(ld.c);
   const float beta = args.accumulate ? 1.0f : 0.0f;  // beta = 0: C is overwritten, never read
-  const int threads = m * n * k >= (int64_t{1} << 19) ? num_threads() : 1;  // as gemm_blocked
+  const int threads =
+      m * n * k >= (int64_t{1} << 19) ? concurrent_threads() : 1;  // as gemm_blocked
 
   run_parts(threads, [&](int t) {
     // Static split of the rows: thread t always gets the same rows, so the same bits.

@@ -31,8 +31,8 @@
 // the micro-kernel always computes a full tile and only its final store checks the bounds.
 // Packing copies MC KC + KC NC floats for every MC NC KC multiply-adds, about 1%.
 //
-// Threads. C is cut into one part per thread, along its rows (along its columns when C is
-// wide), in whole slivers, with a static schedule; each thread packs its own blocks. K is never
+// Threads. C is cut into one part per thread that can run at once, along its rows (along its
+// columns when C is wide), in whole slivers; each part packs its own blocks. K is never
 // split, and the arithmetic for an element of C does not depend on where its tile lies, so the
 // result is bit-identical for any thread count. Below 2^19 multiply-adds (about 6 us on one
 // core) the calling thread works alone: waking the other thread would cost more than it saves.
@@ -309,7 +309,7 @@ void gemm_blocked(const GemmArgs& args) {
   const int64_t k_blocks = ceil_div(k, KC);
   if (m * n * k <= kSmallWork) return gemm_small(args, op_a, op_b_t, ld.c, k_blocks);
 
-  const int threads = m * n * k >= kParallelWork ? num_threads() : 1;
+  const int threads = m * n * k >= kParallelWork ? concurrent_threads() : 1;
   const int64_t row_slivers = ceil_div(m, MR), col_slivers = ceil_div(n, NR);
   const bool split_rows = row_slivers >= col_slivers;
 

@@ -100,6 +100,7 @@ class Pool {
   ~Pool() { stop_workers(); }
 
   int threads() const { return threads_.load(); }
+  int concurrent_threads() const { return std::min(threads_.load(), usable_cores_); }
 
   void set_threads(int threads) {
     if (threads < 0 || threads > kMaxThreads)
@@ -253,7 +254,7 @@ class Pool {
   }
 
   void start_workers() {
-    spin_places_ = std::min(threads_.load(), usable_cores()) - 1;
+    spin_places_ = std::min(threads_.load(), usable_cores_) - 1;
     for (int index = 1; index < threads_.load(); ++index)
       workers_.emplace_back(&Pool::worker, this, job_number_);
   }
@@ -267,6 +268,7 @@ class Pool {
   }
 
   std::atomic<int> threads_;
+  const int usable_cores_ = usable_cores();
   std::vector<std::thread> workers_;
   std::mutex run_mutex_;            // one job at a time; set_threads waits for it too
   uint64_t job_number_ = 0;         // written only by the thread holding run_mutex_
@@ -299,6 +301,10 @@ int num_threads() {
 
 void set_num_threads(int threads) {
   pool().set_threads(threads);
+}
+
+int concurrent_threads() {
+  return pool().concurrent_threads();
 }
 
 void detail::run_parts(int parts, PartRef part) {

@@ -27,6 +27,11 @@ namespace gf::kernels {
 // same bits for every count.
 int num_threads();
 void set_num_threads(int threads);
+// How many threads can run parts at the same time: num_threads(), but no more than the cores
+// the process may run on. A job cut into more parts than this gains nothing, and loses where
+// each part repeats some work (each part of a GEMM packs its own panels of B): parallel_for
+// and the GEMM cut their work into this many parts. The results do not depend on it.
+int concurrent_threads();
 #if defined(__EMSCRIPTEN__) && !defined(__EMSCRIPTEN_PTHREADS__)
 // A WebAssembly build without threads (a page opened from file:// gets no SharedArrayBuffer):
 // every part runs on the calling thread.
@@ -80,7 +85,7 @@ template <typename Body>
 void parallel_for(int64_t n, int64_t cost_per_item, Body&& body) {
   const int64_t chunks = chunk_count(n, cost_per_item);
   if (chunks == 0) return;
-  const int64_t parts = std::min<int64_t>(chunks, num_threads());
+  const int64_t parts = std::min<int64_t>(chunks, concurrent_threads());
   run_parts(static_cast<int>(parts), [&](int p) {
     for (int64_t c = chunks * p / parts; c < chunks * (p + 1) / parts; ++c)
       body(n * c / chunks, n * (c + 1) / chunks);
