@@ -24,15 +24,16 @@
 // them only after every part has been counted in parts_done_.
 //
 // Waiting is "spin, then sleep" on both sides (Pool::wait_until), with one limit: at most one
-// worker fewer than the cores the process may run on spins at a time. With more threads than
-// cores (--threads 16 on two, as a learner's setting may be copied to a smaller machine), a
-// spinning worker holds a core the caller or a worker with a part needs, and the step waits
-// for the scheduler's time slice, milliseconds each time: --threads 16 ran a copy-tiny step 5.4
-// times slower than --threads 2 on two cores. The workers past the limit sleep at once, and
-// publishing a job wakes only as many as there are free spinning places, so in a long run of
-// jobs the same few workers spin and the others stay asleep. Every thread can still take a
-// part, so the results stay those of any other thread count; libgomp does likewise when a team
-// has more threads than available CPUs (it cuts its spin count by a factor of 1000).
+// worker fewer than the cores the process may run on is awake (spinning or working) at a time.
+// With more threads than cores (--threads 16 on two, as a learner's setting may be copied to a
+// smaller machine), a spinning worker holds a core the caller or a worker with a part needs,
+// and the step waits for the scheduler's time slice, milliseconds each time: --threads 16 ran
+// a copy-tiny step about 5 times slower than --threads 2 on two cores. So a worker takes one of
+// the awake places when it wakes and gives it back when it goes to sleep; one that finds no
+// place free after a job sleeps at once, and publishing a job wakes only as many sleepers as
+// there are free places. In a long run of jobs the same few workers stay awake and the others
+// asleep. Every thread can still take a part, so the results stay those of any other thread
+// count; libgomp also stops spinning when a team has more threads than available CPUs.
 #include "autograd/kernels/parallel.h"
 
 #include <fmt/format.h>
@@ -168,37 +169,36 @@ class Pool {
     }
   }
 
-  // How a thread waits: the caller spins without a place; a worker spins in a place it holds
-  // (and gives back here), or, with none free, does not spin.
-  enum class Spin { kCaller, kInPlace, kNo };
+  // How a thread waits: the caller spins; a worker in an awake place spins, and one past the
+  // places sleeps at once.
+  enum class Spin { kCaller, kWorker, kNo };
 
   // Polls done() with the CPU's pause hint for up to kSpinMicroseconds, unless spin is kNo,
   // then sleeps until a wake-up finds done() true. `asleep` counts the sleepers of its kind,
-  // for the waker to read. The sleep is rare (only after a pause in the work), so it may take
-  // a lock; the hand-off between jobs of one step never does.
+  // for the waker to read. A worker gives its awake place back when it sleeps and takes one
+  // again when it wakes. The sleep is rare (only after a pause in the work), so it may take a
+  // lock; the hand-off between jobs of one step never does.
   template <typename Done>
   void wait_until(Done done, std::atomic<int>& asleep, Spin spin) {
-    const bool holds_place = spin == Spin::kInPlace;
     using Clock = std::chrono::steady_clock;
     const auto give_up = Clock::now() + std::chrono::microseconds(kSpinMicroseconds);
     for (int polls = 1; spin != Spin::kNo; ++polls) {
-      if (done()) {
-        if (holds_place) spinning_.fetch_sub(1);
-        return;
-      }
+      if (done()) return;
       if (polls % 64 == 0 && Clock::now() > give_up) break;
       cpu_relax();
     }
-    // Count ourselves as a sleeper, and only then give the spinning place back and take the
-    // last look at done(): a waker that changed the state after that look then sees the
-    // count and takes the lock, and one that read the places before we gave ours back
-    // changed the state before our look (all seq_cst).
+    // Count ourselves as a sleeper, and only then give the place back and take the last look
+    // at done(): a waker that changed the state after that look then sees the count and takes
+    // the lock, and one that read the places before we gave ours back changed the state
+    // before our look (all seq_cst).
+    const bool worker = spin != Spin::kCaller;
     asleep.fetch_add(1);
-    if (holds_place) spinning_.fetch_sub(1);
+    if (worker) awake_.fetch_sub(1);
     {
       std::unique_lock lock(sleep_mutex_);
       wake_.wait(lock, done);
     }
+    if (worker) awake_.fetch_add(1);
     asleep.fetch_sub(1);
   }
 
@@ -214,9 +214,9 @@ class Pool {
   // refuses to build it).
   static int read_count(std::atomic<int>& count) { return count.fetch_add(0); }
 
-  // After publishing a job: wakes sleeping workers into the free spinning places, one each.
+  // After publishing a job: wakes sleeping workers into the free awake places, one each.
   void wake_workers() {
-    const int free_places = spin_places_ - read_count(spinning_);
+    const int free_places = awake_places_ - read_count(awake_);
     if (free_places <= 0 || read_count(workers_asleep_) == 0) return;
     { std::lock_guard lock(sleep_mutex_); }  // a sleeper is either before its check or asleep
     // Only workers wait for a job here: the caller, the one thread that publishes, is not
@@ -236,25 +236,29 @@ class Pool {
   // stop) published before the thread first ran would be missed.
   void worker(uint64_t job) {
     flush_denormals_for_good();
+    awake_.fetch_add(1);
     for (;;) {
       uint64_t claim = 0;
-      // Spin in a free place (see the top of this file), or sleep at once.
-      const bool place = spinning_.fetch_add(1) < spin_places_;
-      if (!place) spinning_.fetch_sub(1);
+      // Spin if this worker's place is within the limit (see the top of this file), or sleep
+      // at once; a worker woken for one job may have pushed the count past it.
+      const bool spin = read_count(awake_) <= awake_places_;
       wait_until(
           [&] {
             claim = claim_.load();
             return job_of(claim) != job;
           },
-          workers_asleep_, place ? Spin::kInPlace : Spin::kNo);
-      if (parts_of(claim) == 0) return;  // the order to stop (see the top of this file)
+          workers_asleep_, spin ? Spin::kWorker : Spin::kNo);
+      if (parts_of(claim) == 0) {  // the order to stop (see the top of this file)
+        awake_.fetch_sub(1);
+        return;
+      }
       job = job_of(claim);
       work_on_current_job();
     }
   }
 
   void start_workers() {
-    spin_places_ = std::min(threads_.load(), usable_cores_) - 1;
+    awake_places_ = std::min(threads_.load(), usable_cores_) - 1;
     for (int index = 1; index < threads_.load(); ++index)
       workers_.emplace_back(&Pool::worker, this, job_number_);
   }
@@ -276,9 +280,9 @@ class Pool {
   std::atomic<int> parts_done_{0};
   // Threads in (or about to enter) wake_.wait: the caller waiting for parts, workers for a job.
   std::atomic<int> caller_asleep_{0}, workers_asleep_{0};
-  // Workers spinning for the next job, and how many may: one fewer than the cores, at most.
-  std::atomic<int> spinning_{0};
-  int spin_places_ = 0;  // written only while no worker runs
+  // Workers awake (spinning or working), and how many may be: one fewer than the cores.
+  std::atomic<int> awake_{0};
+  int awake_places_ = 0;  // written only while no worker runs
   std::mutex sleep_mutex_;
   std::condition_variable wake_;
   // The current job: written by the caller before it publishes the job, read by the threads
