@@ -325,6 +325,19 @@ def print_setups(workloads, choices, results, other="PyTorch"):
             print(f"| {name} | {setup.describe(side, row['record'])} | {cells} |")
 
 
+def torch_version_or_exit():
+    """The version of the torch that TORCH_PYTHON imports; exits saying how to install it."""
+    try:
+        probe = subprocess.run([TORCH_PYTHON, "-c", "import torch; print(torch.__version__)"],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    except OSError:  # no such interpreter
+        probe = None
+    if probe is None or probe.returncode != 0:
+        sys.exit(f"compare.py: {TORCH_PYTHON} cannot import torch. Install Debian's "
+                 "python3-torch (apt-get install python3-torch) to compare with PyTorch.")
+    return probe.stdout.strip()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--bin", default=str(ROOT / "build" / "bin"),
@@ -362,19 +375,7 @@ def main():
             program = Path(args.ab) / OURS[w][0]
             if not program.exists():
                 sys.exit(f"compare.py: {program} not found (--ab names the other build's bin/)")
-    try:
-        if args.ab:
-            raise OSError("A/B: no PyTorch")
-        probe = subprocess.run([TORCH_PYTHON, "-c", "import torch; print(torch.__version__)"],
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    except OSError:  # no such interpreter
-        probe = None
-    if args.ab:
-        pass
-    elif probe is None or probe.returncode != 0:
-        sys.exit(f"compare.py: {TORCH_PYTHON} cannot import torch. Install Debian's "
-                 "python3-torch (apt-get install python3-torch) to compare with PyTorch.")
-    torch_version = probe.stdout.strip() if probe is not None else None
+    torch_version = None if args.ab else torch_version_or_exit()
     for w in workloads:
         program = Path(args.bin) / OURS[w][0]
         if not program.exists():
