@@ -370,17 +370,13 @@ def main():
     for w in workloads:
         if w not in OURS:
             sys.exit(f"compare.py: unknown workload {w!r} (known: {', '.join(OURS)})")
-    if args.ab:
-        for w in workloads:
-            program = Path(args.ab) / OURS[w][0]
-            if not program.exists():
-                sys.exit(f"compare.py: {program} not found (--ab names the other build's bin/)")
     torch_version = None if args.ab else torch_version_or_exit()
-    for w in workloads:
-        program = Path(args.bin) / OURS[w][0]
-        if not program.exists():
-            sys.exit(f"compare.py: {program} not found; build it (cmake --build build --target "
-                     f"{OURS[w][0]}) or point --bin at your build's bin/")
+    for bin_dir, flag in [(args.bin, "--bin")] + ([(args.ab, "--ab")] if args.ab else []):
+        for w in workloads:
+            program = Path(bin_dir) / OURS[w][0]
+            if not program.exists():
+                sys.exit(f"compare.py: {program} not found; build it (cmake --build build "
+                         f"--target {OURS[w][0]}) or point {flag} at a build's bin/")
 
     candidates = candidate_setups(args)
     started, load_before = datetime.datetime.now(), load_average()
