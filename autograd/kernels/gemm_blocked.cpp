@@ -111,6 +111,26 @@ struct View {
   int64_t row_stride, col_stride;
 };
 
+// Packs the first cols / kLanes * kLanes columns of a full sliver of W rows whose source rows
+// are contiguous (src[r * row_stride + c]): square blocks of kLanes x kLanes are loaded a row
+// to a register, transposed in registers (simd.h) and stored a column to a register. Copied a
+// float at a time, this transpose took most of the time of a 16-row product with a Linear's
+// weight, whose [out, in] rows are the columns of op(B). Returns the columns it packed.
+template <int64_t W>
+int64_t pack_transposing(const float* src, int64_t row_stride, int64_t cols, float* dst) {
+  int64_t c = 0;
+  for (; c + kLanes <= cols; c += kLanes)
+    for (int64_t r0 = 0; r0 < W; r0 += kLanes) {
+      Vec block[kLanes];
+      for (int64_t i = 0; i < kLanes; ++i)
+        block[i] = *reinterpret_cast<const UnalignedVec*>(src + (r0 + i) * row_stride + c);
+      transpose(block);
+      for (int64_t i = 0; i < kLanes; ++i)
+        *reinterpret_cast<UnalignedVec*>(dst + (c + i) * W + r0) = block[i];
+    }
+  return c;
+}
+
 // Packs rows [r0, r1) x columns [c0, c1) of v as slivers of W rows: sliver s holds rows
 // r0 + s W ... r0 + s W + W - 1, stored column after column (dst[c W + r]), zero past r1.
 // For op(A) the rows are M and the columns K; for op(B)^T the rows are N and the columns K.
@@ -127,8 +147,12 @@ void pack_slivers(const View& v, int64_t r0, int64_t r1, int64_t c0, int64_t c1,
         for (int64_t r = rows; r < W; ++r) dst[c * W + r] = 0.0f;
       }
     } else {
+      int64_t done = 0;  // columns packed by whole blocks
+      if constexpr (W % kLanes == 0)
+        if (rows == W && v.col_stride == 1)
+          done = pack_transposing<W>(src, v.row_stride, cols, dst);
       for (int64_t r = 0; r < rows; ++r)
-        for (int64_t c = 0; c < cols; ++c)
+        for (int64_t c = done; c < cols; ++c)
           dst[c * W + r] = src[r * v.row_stride + c * v.col_stride];
       for (int64_t r = rows; r < W; ++r)
         for (int64_t c = 0; c < cols; ++c) dst[c * W + r] = 0.0f;
@@ -216,37 +240,70 @@ void compute_region(const GemmArgs& args, const View& op_a, const View& op_b_t, 
   }
 }
 
-// ---- Small products ----------------------------------------------------------------------
+// ---- Small products, and products with few rows -----------------------------------------
 //
 // Attention multiplies one head at a time: [10, 16] x [16, 10] in the copy task. In 8 x 32
 // tiles such a product is mostly padding, and packing both operands costs more than the
 // arithmetic. Below kSmallWork multiply-adds, op(B) is copied once into rows of whole vectors
 // (it is tiny) and op(A) is read in place, a float at a time.
 //
+// Decoding with the key/value cache has the opposite shape: one new position per sentence,
+// so 16 rows of x against a 512 x 512 weight W, or the 8000 x 512 generator. A Linear stores
+// W as [out, in], so op(B) = W^T, and packing its panels would transpose all of W, a float at
+// a time, to use each sliver twice: 16 x 512 x 512 ran at 40 GFLOP/s on one core. Instead
+// C^T = op(B)^T op(A)^T = W op(A)^T is computed the same way as a small product: W's rows are
+// read in place and the few rows of op(A) are the ones copied into vectors, so the weights
+// stream from memory once and nothing is packed (105 GFLOP/s).
+//
 // Each element of C is summed in exactly micro_kernel's order: per block of K (the same
-// blocks), p ascending, one multiply-add at a time, the blocks added to C in order. So the
-// two paths give the same bits, and a row of C does not depend on how many rows were
-// multiplied with it (decoding one position with the key/value cache gives the numbers the
-// full recomputation gives).
+// blocks), p ascending, one multiply-add at a time, the blocks added to C in order (a b and
+// b a round alike). So every path gives the same bits, and a row of C does not depend on how
+// many rows were multiplied with it (decoding one position with the key/value cache gives the
+// numbers the full recomputation gives).
 constexpr int64_t kSmallWork = int64_t{1} << 16;
+// At most this many rows of C, with B stored transposed, take the transposed product (packing
+// B would transpose it). With B not transposed, packing is a plain copy and the packed path is
+// as fast or faster (bench/gemm --few-rows).
+constexpr int64_t kFewRows = 2 * NR;
+// Rows of op(A) a tile reads at once: with 32 registers, 8 rows x 2 vectors of accumulators
+// and the 2 vectors of op(B) leave 14 free; with 16, 4 x 2 and 2.
+constexpr int64_t kSmallRows = kVectorRegisters == 32 ? 8 : 4;
 
-// Rows i0 .. i0 + R - 1, vectors v0 .. v0 + V - 1 of C for one block of K: R x V
+// C seen through strides, for writing: element (i, j) is data[i * row_stride + j * col_stride].
+// The transposed product writes C^T as a view of C.
+struct OutView {
+  float* data;
+  int64_t row_stride, col_stride;
+};
+
+// Copies op(B) [k, n], given as the View of its transpose, into rows of whole vectors: row p
+// at rows + p * vecs * kLanes, zero past column n.
+void copy_to_rows(const View& op_b_t, int64_t n, int64_t k, float* rows) {
+  const int64_t width = ceil_div(n, kLanes) * kLanes;
+  for (int64_t p = 0; p < k; ++p, rows += width) {
+    for (int64_t j = 0; j < n; ++j)
+      rows[j] = op_b_t.data[j * op_b_t.row_stride + p * op_b_t.col_stride];
+    std::fill(rows + n, rows + width, 0.0f);
+  }
+}
+
+// Rows i0 .. i0 + R - 1, vectors v0 .. v0 + V - 1 of C for the block of K [p0, p0 + kc): R x V
 // accumulators, R V independent chains so that the FMA latency is hidden. Each step in p reads
 // R floats of op(A) once for all V vectors of op(B). With 4 lanes (WebAssembly) a head's row of
 // 11 keys is 3 vectors; there this path took 15% of the copy task's training (node --cpu-prof),
 // and reading A once for two vectors, not once for each, made a step about 5% faster.
 template <int64_t R, int64_t V>
 void small_tile(const View& op_a, int64_t i0, int64_t v0, int64_t p0, int64_t kc,
-                const float* b_rows, int64_t vecs, float* c, int64_t ldc, int64_t n, bool add) {
+                const float* b_rows, int64_t vecs, const OutView& c, int64_t n, bool add) {
   Vec acc[R][V] = {};
-  for (int64_t p = 0; p < kc; ++p) {
+  for (int64_t p = p0; p < p0 + kc; ++p) {
     const float* b = b_rows + (p * vecs + v0) * kLanes;
     Vec b_vecs[V];
     for (int64_t v = 0; v < V; ++v)
       b_vecs[v] = *reinterpret_cast<const UnalignedVec*>(b + v * kLanes);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int64_t r = 0; r < R; ++r) {
-      const float a = op_a.data[(i0 + r) * op_a.row_stride + (p0 + p) * op_a.col_stride];
+      const float a = op_a.data[(i0 + r) * op_a.row_stride + p * op_a.col_stride];
 #pragma GCC unroll 2
       for (int64_t v = 0; v < V; ++v) acc[r][v] += a * b_vecs[v];
     }
@@ -255,40 +312,73 @@ void small_tile(const View& op_a, int64_t i0, int64_t v0, int64_t p0, int64_t kc
     const int64_t first = (v0 + v) * kLanes, lanes = std::min(kLanes, n - first);
     for (int64_t r = 0; r < R; ++r)
       for (int64_t l = 0; l < lanes; ++l) {
-        float& cij = c[(i0 + r) * ldc + first + l];
+        float& cij = c.data[(i0 + r) * c.row_stride + (first + l) * c.col_stride];
         cij = add ? cij + acc[r][v][l] : acc[r][v][l];
       }
   }
 }
 
-// Rows i0 .. i0 + R - 1 of C for one block of K, two vectors at a time.
+// Rows i0 .. i0 + R - 1 of C, block of K after block, two vectors at a time.
 template <int64_t R>
-void small_rows(const View& op_a, int64_t i0, int64_t p0, int64_t kc, const float* b_rows,
-                int64_t vecs, float* c, int64_t ldc, int64_t n, bool add) {
-  int64_t v = 0;
-  for (; v + 2 <= vecs; v += 2) small_tile<R, 2>(op_a, i0, v, p0, kc, b_rows, vecs, c, ldc, n, add);
-  if (v < vecs) small_tile<R, 1>(op_a, i0, v, p0, kc, b_rows, vecs, c, ldc, n, add);
+void small_rows(const View& op_a, int64_t i0, const float* b_rows, int64_t n, int64_t k,
+                int64_t k_blocks, const OutView& c, bool accumulate) {
+  const int64_t vecs = ceil_div(n, kLanes);
+  for (int64_t kb = 0; kb < k_blocks; ++kb) {
+    const int64_t p0 = k * kb / k_blocks, kc = k * (kb + 1) / k_blocks - p0;
+    const bool add = accumulate || kb > 0;  // later blocks of K add to the partial sum
+    int64_t v = 0;
+    for (; v + 2 <= vecs; v += 2) small_tile<R, 2>(op_a, i0, v, p0, kc, b_rows, vecs, c, n, add);
+    if (v < vecs) small_tile<R, 1>(op_a, i0, v, p0, kc, b_rows, vecs, c, n, add);
+  }
+}
+
+// Rows [i0, i1) of C (+)= op(A) op(B), with op(B) copied by copy_to_rows.
+void small_product(const View& op_a, int64_t i0, int64_t i1, const float* b_rows, int64_t n,
+                   int64_t k, int64_t k_blocks, const OutView& c, bool accumulate) {
+  int64_t i = i0;
+  for (; i + kSmallRows <= i1; i += kSmallRows)
+    small_rows<kSmallRows>(op_a, i, b_rows, n, k, k_blocks, c, accumulate);
+  for (; i < i1; ++i) small_rows<1>(op_a, i, b_rows, n, k, k_blocks, c, accumulate);
 }
 
 void gemm_small(const GemmArgs& args, const View& op_a, const View& op_b_t, int64_t ldc,
                 int64_t k_blocks) {
   thread_local PackBuffer b_buffer;
-  const int64_t m = args.m, n = args.n, vecs = ceil_div(n, kLanes), width = vecs * kLanes;
-  float* b_rows = b_buffer.get(ceil_div(args.k, k_blocks) * width);
-  for (int64_t kb = 0; kb < k_blocks; ++kb) {
-    const int64_t p0 = args.k * kb / k_blocks, p1 = args.k * (kb + 1) / k_blocks;
-    const int64_t kc = p1 - p0;
-    const bool add = args.accumulate || kb > 0;
-    for (int64_t p = 0; p < kc; ++p) {  // row p of the block of op(B), zero past column n
-      float* row = b_rows + p * width;
-      for (int64_t j = 0; j < n; ++j)
-        row[j] = op_b_t.data[j * op_b_t.row_stride + (p0 + p) * op_b_t.col_stride];
-      std::fill(row + n, row + width, 0.0f);
+  float* b_rows = b_buffer.get(args.k * ceil_div(args.n, kLanes) * kLanes);
+  copy_to_rows(op_b_t, args.n, args.k, b_rows);
+  small_product(op_a, 0, args.m, b_rows, args.n, args.k, k_blocks, {args.c, ldc, 1},
+                args.accumulate);
+}
+
+// C^T [n, m] = op(B)^T op(A)^T, the rows of C^T (columns of C) cut into one part per thread.
+// A part computes kChunk columns of C at a time into a small buffer, then writes them row by
+// row: written straight into C, a tile would store to m rows of C a few floats each, and when
+// C's rows are a power of two apart (d_ff = 2048) those all fall in one set of the L1 cache
+// and evict each other, which made the product twice as slow.
+void gemm_few_rows(const GemmArgs& args, const View& op_a, const View& op_b_t, int64_t ldc,
+                   int64_t k_blocks) {
+  constexpr int64_t kChunk = 64;
+  const int64_t m = args.m, n = args.n, k = args.k;
+  thread_local PackBuffer a_buffer;
+  float* a_rows = a_buffer.get(k * ceil_div(m, kLanes) * kLanes);
+  copy_to_rows(op_a, m, k, a_rows);  // op(A)^T [k, m], as rows of whole vectors
+  const int threads = m * n * k >= kParallelWork ? concurrent_threads() : 1;
+  const int64_t groups = ceil_div(n, kSmallRows);
+  run_parts(threads, [&](int t) {
+    thread_local PackBuffer c_buffer;
+    float* chunk = c_buffer.get(kChunk * m);  // C^T's rows j .. j + kChunk - 1
+    const int64_t j1 = std::min(n, kSmallRows * (groups * (t + 1) / threads));
+    for (int64_t j = kSmallRows * (groups * t / threads); j < j1; j += kChunk) {
+      const int64_t rows = std::min(kChunk, j1 - j);
+      if (args.accumulate)
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t i = 0; i < m; ++i) chunk[r * m + i] = args.c[i * ldc + j + r];
+      const View w_rows{op_b_t.data + j * op_b_t.row_stride, op_b_t.row_stride, op_b_t.col_stride};
+      small_product(w_rows, 0, rows, a_rows, m, k, k_blocks, {chunk, m, 1}, args.accumulate);
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t r = 0; r < rows; ++r) args.c[i * ldc + j + r] = chunk[r * m + i];
     }
-    int64_t i = 0;
-    for (; i + 4 <= m; i += 4) small_rows<4>(op_a, i, p0, kc, b_rows, vecs, args.c, ldc, n, add);
-    for (; i < m; ++i) small_rows<1>(op_a, i, p0, kc, b_rows, vecs, args.c, ldc, n, add);
-  }
+  });
 }
 
 }  // namespace
@@ -308,6 +398,7 @@ void gemm_blocked(const GemmArgs& args) {
   // As many blocks of K as KC requires, made equal, so no block is left nearly empty.
   const int64_t k_blocks = ceil_div(k, KC);
   if (m * n * k <= kSmallWork) return gemm_small(args, op_a, op_b_t, ld.c, k_blocks);
+  if (args.trans_b && m <= kFewRows) return gemm_few_rows(args, op_a, op_b_t, ld.c, k_blocks);
 
   const int threads = m * n * k >= kParallelWork ? concurrent_threads() : 1;
   const int64_t row_slivers = ceil_div(m, MR), col_slivers = ceil_div(n, NR);

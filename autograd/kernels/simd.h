@@ -10,7 +10,9 @@
 // and no fused multiply-add.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <utility>
 
 namespace gf::kernels {
 
@@ -55,5 +57,30 @@ using Vec = float __attribute__((vector_size(kLanes * sizeof(float))));
 // alias floats.
 using UnalignedVec =
     float __attribute__((vector_size(kLanes * sizeof(float)), aligned(4), may_alias));
+
+// Transposes a square block of kLanes x kLanes floats held as kLanes registers, rows[i] being
+// row i: afterwards rows[i] holds column i. The transpose swaps the bits of a row index with
+// those of a column index, one bit per level: the level of bit H swaps, within every block of
+// 2H x 2H, the top right H x H block with the bottom left one, by pairing rows i and i + H and
+// exchanging their lanes with bit H set against those without. Each level is kLanes shuffles
+// of two registers; 4 levels for 16 lanes, against 256 scalar moves.
+namespace detail {
+// One level: lanes of top with bit H set trade places with the lanes of bottom without it.
+template <int64_t H, size_t... L>
+void swap_off_diagonal(Vec& top, Vec& bottom, std::index_sequence<L...>) {
+  constexpr auto n = static_cast<size_t>(kLanes), h = static_cast<size_t>(H);
+  const Vec t = top, b = bottom;  // a shuffle's index n + l names lane l of its second operand
+  top = __builtin_shufflevector(t, b, ((L & h) == 0 ? L : n + L - h)...);
+  bottom = __builtin_shufflevector(t, b, ((L & h) == 0 ? L + h : n + L)...);
+}
+}  // namespace detail
+
+template <int64_t H = kLanes / 2>
+inline void transpose(Vec (&rows)[kLanes]) {
+  constexpr auto lanes = std::make_index_sequence<static_cast<size_t>(kLanes)>{};
+  for (int64_t i = 0; i < kLanes; ++i)
+    if ((i & H) == 0) detail::swap_off_diagonal<H>(rows[i], rows[i + H], lanes);
+  if constexpr (H > 1) transpose<H / 2>(rows);
+}
 
 }  // namespace gf::kernels

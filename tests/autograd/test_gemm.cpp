@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "autograd/kernels/gemm.h"
+#include "autograd/kernels/simd.h"
 
 namespace {
 
@@ -336,48 +337,61 @@ TEST_CASE("gemm: a leading dimension shorter than a row is refused", "[kernels][
 
 TEST_CASE("gemm_blocked: a row of C has the same bits however many rows are multiplied",
           "[kernels][gemm]") {
-  // 64 rows take the packed path, 1 or 3 rows the small-product path; both must sum every
-  // element in the same order (decoding with the key/value cache relies on it). K = 300 makes
-  // two blocks of K, N = 40 a partial vector.
+  // 64 rows take the packed path; 1 or 3 rows of a narrow C the small-product path; 1 to 20
+  // rows of a wide C with B transposed the few-rows path, which computes C^T. All must sum
+  // every element in the same order (decoding with the key/value cache relies on it). K = 300
+  // makes two blocks of K, N = 40 a partial vector, N = 600 a wide C in many parts.
   std::mt19937 rng(5);
-  const int64_t m = 64, n = 40, k = 300;
-  for (const bool trans_a : {false, true}) {
-    for (const bool trans_b : {false, true}) {
-      for (const bool accumulate : {false, true}) {
-        INFO("trans " << trans_a << trans_b << " accumulate " << accumulate);
-        const std::vector<float> a = random_vector(m * k, rng), b = random_vector(k * n, rng);
-        const std::vector<float> c0 = random_vector(m * n, rng);
-        std::vector<float> all = c0;
-        gf::kernels::gemm_blocked({.trans_a = trans_a,
-                                   .trans_b = trans_b,
-                                   .m = m,
-                                   .n = n,
-                                   .k = k,
-                                   .a = a.data(),
-                                   .b = b.data(),
-                                   .c = all.data(),
-                                   .accumulate = accumulate});
-        for (const int64_t rows : {1, 3}) {
-          for (const int64_t first : {0, 17, 61}) {
-            // Rows first .. first + rows - 1 alone: A's rows (or, transposed, its columns)
-            // read through lda.
-            std::vector<float> some(c0.begin() + static_cast<std::ptrdiff_t>(first * n),
-                                    c0.begin() + static_cast<std::ptrdiff_t>((first + rows) * n));
-            gf::kernels::gemm_blocked({.trans_a = trans_a,
-                                       .trans_b = trans_b,
-                                       .m = rows,
-                                       .n = n,
-                                       .k = k,
-                                       .a = trans_a ? a.data() + first : a.data() + first * k,
-                                       .b = b.data(),
-                                       .c = some.data(),
-                                       .accumulate = accumulate,
-                                       .lda = trans_a ? m : k});
-            for (int64_t i = 0; i < rows * n; ++i)
-              REQUIRE(some[static_cast<size_t>(i)] == all[static_cast<size_t>(first * n + i)]);
+  const int64_t m = 64, k = 300;
+  for (const int64_t n : {40, 600}) {
+    for (const bool trans_a : {false, true}) {
+      for (const bool trans_b : {false, true}) {
+        for (const bool accumulate : {false, true}) {
+          INFO("n " << n << " trans " << trans_a << trans_b << " accumulate " << accumulate);
+          const std::vector<float> a = random_vector(m * k, rng), b = random_vector(k * n, rng);
+          const std::vector<float> c0 = random_vector(m * n, rng);
+          std::vector<float> all = c0;
+          gf::kernels::gemm_blocked({.trans_a = trans_a,
+                                     .trans_b = trans_b,
+                                     .m = m,
+                                     .n = n,
+                                     .k = k,
+                                     .a = a.data(),
+                                     .b = b.data(),
+                                     .c = all.data(),
+                                     .accumulate = accumulate});
+          for (const int64_t rows : {1, 3, 16, 20}) {
+            for (const int64_t first : {int64_t{0}, int64_t{17}, m - rows}) {
+              INFO("rows " << first << " .. " << first + rows - 1);
+              // Those rows alone: A's rows (or, transposed, its columns) read through lda.
+              std::vector<float> some(c0.begin() + static_cast<std::ptrdiff_t>(first * n),
+                                      c0.begin() + static_cast<std::ptrdiff_t>((first + rows) * n));
+              gf::kernels::gemm_blocked({.trans_a = trans_a,
+                                         .trans_b = trans_b,
+                                         .m = rows,
+                                         .n = n,
+                                         .k = k,
+                                         .a = trans_a ? a.data() + first : a.data() + first * k,
+                                         .b = b.data(),
+                                         .c = some.data(),
+                                         .accumulate = accumulate,
+                                         .lda = trans_a ? m : k});
+              for (int64_t i = 0; i < rows * n; ++i)
+                REQUIRE(some[static_cast<size_t>(i)] == all[static_cast<size_t>(first * n + i)]);
+            }
           }
         }
       }
     }
   }
+}
+
+TEST_CASE("transpose: a block of registers becomes its transpose", "[kernels][gemm]") {
+  using gf::kernels::kLanes;
+  gf::kernels::Vec rows[kLanes];
+  for (int64_t i = 0; i < kLanes; ++i)
+    for (int64_t l = 0; l < kLanes; ++l) rows[i][l] = static_cast<float>(100 * i + l);
+  gf::kernels::transpose(rows);
+  for (int64_t i = 0; i < kLanes; ++i)
+    for (int64_t l = 0; l < kLanes; ++l) REQUIRE(rows[i][l] == static_cast<float>(100 * l + i));
 }
