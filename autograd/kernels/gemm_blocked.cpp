@@ -111,22 +111,23 @@ struct View {
   int64_t row_stride, col_stride;
 };
 
-// Packs the first cols / kLanes * kLanes columns of a full sliver of W rows whose source rows
-// are contiguous (src[r * row_stride + c]): square blocks of kLanes x kLanes are loaded a row
-// to a register, transposed in registers (simd.h) and stored a column to a register. Copied a
-// float at a time, this transpose took most of the time of a 16-row product with a Linear's
-// weight, whose [out, in] rows are the columns of op(B). Returns the columns it packed.
-template <int64_t W>
-int64_t pack_transposing(const float* src, int64_t row_stride, int64_t cols, float* dst) {
+// Copies rows [0, rows) x columns [0, cols / kLanes * kLanes) of src (element (r, c) at
+// src[r * row_stride + c]) transposed, to dst[c * rows + r], for rows a multiple of kLanes:
+// square blocks of kLanes x kLanes are loaded a row to a register, transposed in registers
+// (simd.h) and stored a column to a register. Copied a float at a time, this transpose took
+// most of the time of a 16-row product with a Linear's weight, whose [out, in] rows are the
+// columns of op(B). Returns the columns it copied.
+int64_t copy_transposed(const float* src, int64_t row_stride, int64_t rows, int64_t cols,
+                        float* dst) {
   int64_t c = 0;
   for (; c + kLanes <= cols; c += kLanes)
-    for (int64_t r0 = 0; r0 < W; r0 += kLanes) {
+    for (int64_t r0 = 0; r0 < rows; r0 += kLanes) {
       Vec block[kLanes];
       for (int64_t i = 0; i < kLanes; ++i)
         block[i] = *reinterpret_cast<const UnalignedVec*>(src + (r0 + i) * row_stride + c);
       transpose(block);
       for (int64_t i = 0; i < kLanes; ++i)
-        *reinterpret_cast<UnalignedVec*>(dst + (c + i) * W + r0) = block[i];
+        *reinterpret_cast<UnalignedVec*>(dst + (c + i) * rows + r0) = block[i];
     }
   return c;
 }
@@ -148,9 +149,8 @@ void pack_slivers(const View& v, int64_t r0, int64_t r1, int64_t c0, int64_t c1,
       }
     } else {
       int64_t done = 0;  // columns packed by whole blocks
-      if constexpr (W % kLanes == 0)
-        if (rows == W && v.col_stride == 1)
-          done = pack_transposing<W>(src, v.row_stride, cols, dst);
+      if (W % kLanes == 0 && rows == W && v.col_stride == 1)
+        done = copy_transposed(src, v.row_stride, W, cols, dst);
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t c = done; c < cols; ++c)
           dst[c * W + r] = src[r * v.row_stride + c * v.col_stride];
@@ -261,9 +261,10 @@ void compute_region(const GemmArgs& args, const View& op_a, const View& op_b_t, 
 // many rows were multiplied with it (decoding one position with the key/value cache gives the
 // numbers the full recomputation gives).
 constexpr int64_t kSmallWork = int64_t{1} << 16;
-// At most this many rows of C, with B stored transposed, take the transposed product (packing
-// B would transpose it). With B not transposed, packing is a plain copy and the packed path is
-// as fast or faster (bench/gemm --few-rows).
+// At most this many rows of C, with B stored transposed, take the transposed product. On one
+// core here, [m, 512] x [512, n] with n = 512 and 2048 ran at 105 GFLOP/s against the packed
+// path's 66-71 for m = 16, 90-100 against 90-96 for m = 64; at 96 rows the packed path led for
+// n = 512. With B not transposed, packing is a plain copy and the packed path was as fast.
 constexpr int64_t kFewRows = 2 * NR;
 // Rows of op(A) a tile reads at once: with 32 registers, 8 rows x 2 vectors of accumulators
 // and the 2 vectors of op(B) leave 14 free; with 16, 4 x 2 and 2.
@@ -276,15 +277,30 @@ struct OutView {
   int64_t row_stride, col_stride;
 };
 
-// Copies op(B) [k, n], given as the View of its transpose, into rows of whole vectors: row p
-// at rows + p * vecs * kLanes, zero past column n.
-void copy_to_rows(const View& op_b_t, int64_t n, int64_t k, float* rows) {
+// op(B) [k, n] as rows of whole vectors: row p at data + p * stride, its n floats followed by
+// zeros up to a whole number of vectors.
+struct VecRows {
+  const float* data;
+  int64_t stride;
+};
+
+// op(B) given as the View of its transpose, as VecRows: in place when its rows are contiguous
+// and whole vectors (a head's values [t, 64]: nothing to copy), else copied into `buffer`
+// with zeros past column n.
+VecRows vector_rows(const View& op_b_t, int64_t n, int64_t k, PackBuffer& buffer) {
+  if (op_b_t.row_stride == 1 && n % kLanes == 0) return {op_b_t.data, op_b_t.col_stride};
   const int64_t width = ceil_div(n, kLanes) * kLanes;
-  for (int64_t p = 0; p < k; ++p, rows += width) {
+  float* rows = buffer.get(k * width);
+  int64_t done = 0;  // rows copied by whole blocks
+  if (n == width && op_b_t.col_stride == 1)
+    done = copy_transposed(op_b_t.data, op_b_t.row_stride, n, k, rows);
+  for (int64_t p = done; p < k; ++p) {
+    float* row = rows + p * width;
     for (int64_t j = 0; j < n; ++j)
-      rows[j] = op_b_t.data[j * op_b_t.row_stride + p * op_b_t.col_stride];
-    std::fill(rows + n, rows + width, 0.0f);
+      row[j] = op_b_t.data[j * op_b_t.row_stride + p * op_b_t.col_stride];
+    std::fill(row + n, row + width, 0.0f);
   }
+  return {rows, width};
 }
 
 // Rows i0 .. i0 + R - 1, vectors v0 .. v0 + V - 1 of C for the block of K [p0, p0 + kc): R x V
@@ -294,10 +310,10 @@ void copy_to_rows(const View& op_b_t, int64_t n, int64_t k, float* rows) {
 // and reading A once for two vectors, not once for each, made a step about 5% faster.
 template <int64_t R, int64_t V>
 void small_tile(const View& op_a, int64_t i0, int64_t v0, int64_t p0, int64_t kc,
-                const float* b_rows, int64_t vecs, const OutView& c, int64_t n, bool add) {
+                const VecRows& op_b, const OutView& c, int64_t n, bool add) {
   Vec acc[R][V] = {};
   for (int64_t p = p0; p < p0 + kc; ++p) {
-    const float* b = b_rows + (p * vecs + v0) * kLanes;
+    const float* b = op_b.data + p * op_b.stride + v0 * kLanes;
     Vec b_vecs[V];
     for (int64_t v = 0; v < V; ++v)
       b_vecs[v] = *reinterpret_cast<const UnalignedVec*>(b + v * kLanes);
@@ -320,34 +336,25 @@ void small_tile(const View& op_a, int64_t i0, int64_t v0, int64_t p0, int64_t kc
 
 // Rows i0 .. i0 + R - 1 of C, block of K after block, two vectors at a time.
 template <int64_t R>
-void small_rows(const View& op_a, int64_t i0, const float* b_rows, int64_t n, int64_t k,
+void small_rows(const View& op_a, int64_t i0, const VecRows& op_b, int64_t n, int64_t k,
                 int64_t k_blocks, const OutView& c, bool accumulate) {
   const int64_t vecs = ceil_div(n, kLanes);
   for (int64_t kb = 0; kb < k_blocks; ++kb) {
     const int64_t p0 = k * kb / k_blocks, kc = k * (kb + 1) / k_blocks - p0;
     const bool add = accumulate || kb > 0;  // later blocks of K add to the partial sum
     int64_t v = 0;
-    for (; v + 2 <= vecs; v += 2) small_tile<R, 2>(op_a, i0, v, p0, kc, b_rows, vecs, c, n, add);
-    if (v < vecs) small_tile<R, 1>(op_a, i0, v, p0, kc, b_rows, vecs, c, n, add);
+    for (; v + 2 <= vecs; v += 2) small_tile<R, 2>(op_a, i0, v, p0, kc, op_b, c, n, add);
+    if (v < vecs) small_tile<R, 1>(op_a, i0, v, p0, kc, op_b, c, n, add);
   }
 }
 
-// Rows [i0, i1) of C (+)= op(A) op(B), with op(B) copied by copy_to_rows.
-void small_product(const View& op_a, int64_t i0, int64_t i1, const float* b_rows, int64_t n,
+// Rows [i0, i1) of C (+)= op(A) op(B).
+void small_product(const View& op_a, int64_t i0, int64_t i1, const VecRows& op_b, int64_t n,
                    int64_t k, int64_t k_blocks, const OutView& c, bool accumulate) {
   int64_t i = i0;
   for (; i + kSmallRows <= i1; i += kSmallRows)
-    small_rows<kSmallRows>(op_a, i, b_rows, n, k, k_blocks, c, accumulate);
-  for (; i < i1; ++i) small_rows<1>(op_a, i, b_rows, n, k, k_blocks, c, accumulate);
-}
-
-void gemm_small(const GemmArgs& args, const View& op_a, const View& op_b_t, int64_t ldc,
-                int64_t k_blocks) {
-  thread_local PackBuffer b_buffer;
-  float* b_rows = b_buffer.get(args.k * ceil_div(args.n, kLanes) * kLanes);
-  copy_to_rows(op_b_t, args.n, args.k, b_rows);
-  small_product(op_a, 0, args.m, b_rows, args.n, args.k, k_blocks, {args.c, ldc, 1},
-                args.accumulate);
+    small_rows<kSmallRows>(op_a, i, op_b, n, k, k_blocks, c, accumulate);
+  for (; i < i1; ++i) small_rows<1>(op_a, i, op_b, n, k, k_blocks, c, accumulate);
 }
 
 // C^T [n, m] = op(B)^T op(A)^T, the rows of C^T (columns of C) cut into one part per thread.
@@ -355,13 +362,12 @@ void gemm_small(const GemmArgs& args, const View& op_a, const View& op_b_t, int6
 // row: written straight into C, a tile would store to m rows of C a few floats each, and when
 // C's rows are a power of two apart (d_ff = 2048) those all fall in one set of the L1 cache
 // and evict each other, which made the product twice as slow.
-void gemm_few_rows(const GemmArgs& args, const View& op_a, const View& op_b_t, int64_t ldc,
-                   int64_t k_blocks) {
+void gemm_transposed(const GemmArgs& args, const View& op_a, const View& op_b_t, int64_t ldc,
+                     int64_t k_blocks) {
   constexpr int64_t kChunk = 64;
   const int64_t m = args.m, n = args.n, k = args.k;
   thread_local PackBuffer a_buffer;
-  float* a_rows = a_buffer.get(k * ceil_div(m, kLanes) * kLanes);
-  copy_to_rows(op_a, m, k, a_rows);  // op(A)^T [k, m], as rows of whole vectors
+  const VecRows op_a_t = vector_rows(op_a, m, k, a_buffer);  // op(A)^T [k, m]
   const int threads = m * n * k >= kParallelWork ? concurrent_threads() : 1;
   const int64_t groups = ceil_div(n, kSmallRows);
   run_parts(threads, [&](int t) {
@@ -374,11 +380,21 @@ void gemm_few_rows(const GemmArgs& args, const View& op_a, const View& op_b_t, i
         for (int64_t r = 0; r < rows; ++r)
           for (int64_t i = 0; i < m; ++i) chunk[r * m + i] = args.c[i * ldc + j + r];
       const View w_rows{op_b_t.data + j * op_b_t.row_stride, op_b_t.row_stride, op_b_t.col_stride};
-      small_product(w_rows, 0, rows, a_rows, m, k, k_blocks, {chunk, m, 1}, args.accumulate);
+      small_product(w_rows, 0, rows, op_a_t, m, k, k_blocks, {chunk, m, 1}, args.accumulate);
       for (int64_t i = 0; i < m; ++i)
         for (int64_t r = 0; r < rows; ++r) args.c[i * ldc + j + r] = chunk[r * m + i];
     }
   });
+}
+
+// Below kSmallWork: one thread, and of op(A) and op(B), the one with fewer elements to copy is
+// made VecRows (a query against a head's cached keys, [1, 64] x [64, t], copies the query).
+void gemm_small(const GemmArgs& args, const View& op_a, const View& op_b_t, int64_t ldc,
+                int64_t k_blocks) {
+  if (args.trans_b && args.m < args.n) return gemm_transposed(args, op_a, op_b_t, ldc, k_blocks);
+  thread_local PackBuffer b_buffer;
+  const VecRows op_b = vector_rows(op_b_t, args.n, args.k, b_buffer);
+  small_product(op_a, 0, args.m, op_b, args.n, args.k, k_blocks, {args.c, ldc, 1}, args.accumulate);
 }
 
 }  // namespace
@@ -398,7 +414,7 @@ void gemm_blocked(const GemmArgs& args) {
   // As many blocks of K as KC requires, made equal, so no block is left nearly empty.
   const int64_t k_blocks = ceil_div(k, KC);
   if (m * n * k <= kSmallWork) return gemm_small(args, op_a, op_b_t, ld.c, k_blocks);
-  if (args.trans_b && m <= kFewRows) return gemm_few_rows(args, op_a, op_b_t, ld.c, k_blocks);
+  if (args.trans_b && m <= kFewRows) return gemm_transposed(args, op_a, op_b_t, ld.c, k_blocks);
 
   const int threads = m * n * k >= kParallelWork ? concurrent_threads() : 1;
   const int64_t row_slivers = ceil_div(m, MR), col_slivers = ceil_div(n, NR);
