@@ -244,16 +244,17 @@ void compute_region(const GemmArgs& args, const View& op_a, const View& op_b_t, 
 //
 // Attention multiplies one head at a time: [10, 16] x [16, 10] in the copy task. In 8 x 32
 // tiles such a product is mostly padding, and packing both operands costs more than the
-// arithmetic. Below kSmallWork multiply-adds, op(B) is copied once into rows of whole vectors
-// (it is tiny) and op(A) is read in place, a float at a time.
+// arithmetic. Below kSmallWork multiply-adds, op(B) is made rows of whole vectors (copied, as
+// it is tiny, or read in place when its rows already are) and op(A) is read in place, a float
+// at a time; or, for a query against a head's cached keys, the roles swap (gemm_small).
 //
 // Decoding with the key/value cache has the opposite shape: one new position per sentence,
 // so 16 rows of x against a 512 x 512 weight W, or the 8000 x 512 generator. A Linear stores
-// W as [out, in], so op(B) = W^T, and packing its panels would transpose all of W, a float at
-// a time, to use each sliver twice: 16 x 512 x 512 ran at 40 GFLOP/s on one core. Instead
-// C^T = op(B)^T op(A)^T = W op(A)^T is computed the same way as a small product: W's rows are
-// read in place and the few rows of op(A) are the ones copied into vectors, so the weights
-// stream from memory once and nothing is packed (105 GFLOP/s).
+// W as [out, in], so op(B) = W^T, and packing its panels transposes all of W to use each
+// sliver twice: 16 x 512 x 512 ran at 40 GFLOP/s on one core with a float-at-a-time
+// transpose, 66 with copy_transposed's. Instead C^T = op(B)^T op(A)^T = W op(A)^T is computed
+// the same way as a small product: W's rows are read in place and the few rows of op(A) are
+// the ones made vectors, so the weights stream from memory once and nothing is packed (105).
 //
 // Each element of C is summed in exactly micro_kernel's order: per block of K (the same
 // blocks), p ascending, one multiply-add at a time, the blocks added to C in order (a b and
