@@ -271,13 +271,6 @@ constexpr int64_t kFewRows = 2 * NR;
 // and the 2 vectors of op(B) leave 14 free; with 16, 4 x 2 and 2.
 constexpr int64_t kSmallRows = kVectorRegisters == 32 ? 8 : 4;
 
-// C seen through strides, for writing: element (i, j) is data[i * row_stride + j * col_stride].
-// The transposed product writes C^T as a view of C.
-struct OutView {
-  float* data;
-  int64_t row_stride, col_stride;
-};
-
 // op(B) [k, n] as rows of whole vectors: row p at data + p * stride, its n floats followed by
 // zeros up to a whole number of vectors.
 struct VecRows {
@@ -311,7 +304,7 @@ VecRows vector_rows(const View& op_b_t, int64_t n, int64_t k, PackBuffer& buffer
 // and reading A once for two vectors, not once for each, made a step about 5% faster.
 template <int64_t R, int64_t V>
 void small_tile(const View& op_a, int64_t i0, int64_t v0, int64_t p0, int64_t kc,
-                const VecRows& op_b, const OutView& c, int64_t n, bool add) {
+                const VecRows& op_b, float* c, int64_t ldc, int64_t n, bool add) {
   Vec acc[R][V] = {};
   for (int64_t p = p0; p < p0 + kc; ++p) {
     const float* b = op_b.data + p * op_b.stride + v0 * kLanes;
@@ -329,7 +322,7 @@ void small_tile(const View& op_a, int64_t i0, int64_t v0, int64_t p0, int64_t kc
     const int64_t first = (v0 + v) * kLanes, lanes = std::min(kLanes, n - first);
     for (int64_t r = 0; r < R; ++r)
       for (int64_t l = 0; l < lanes; ++l) {
-        float& cij = c.data[(i0 + r) * c.row_stride + (first + l) * c.col_stride];
+        float& cij = c[(i0 + r) * ldc + first + l];
         cij = add ? cij + acc[r][v][l] : acc[r][v][l];
       }
   }
@@ -338,24 +331,24 @@ void small_tile(const View& op_a, int64_t i0, int64_t v0, int64_t p0, int64_t kc
 // Rows i0 .. i0 + R - 1 of C, block of K after block, two vectors at a time.
 template <int64_t R>
 void small_rows(const View& op_a, int64_t i0, const VecRows& op_b, int64_t n, int64_t k,
-                int64_t k_blocks, const OutView& c, bool accumulate) {
+                int64_t k_blocks, float* c, int64_t ldc, bool accumulate) {
   const int64_t vecs = ceil_div(n, kLanes);
   for (int64_t kb = 0; kb < k_blocks; ++kb) {
     const int64_t p0 = k * kb / k_blocks, kc = k * (kb + 1) / k_blocks - p0;
     const bool add = accumulate || kb > 0;  // later blocks of K add to the partial sum
     int64_t v = 0;
-    for (; v + 2 <= vecs; v += 2) small_tile<R, 2>(op_a, i0, v, p0, kc, op_b, c, n, add);
-    if (v < vecs) small_tile<R, 1>(op_a, i0, v, p0, kc, op_b, c, n, add);
+    for (; v + 2 <= vecs; v += 2) small_tile<R, 2>(op_a, i0, v, p0, kc, op_b, c, ldc, n, add);
+    if (v < vecs) small_tile<R, 1>(op_a, i0, v, p0, kc, op_b, c, ldc, n, add);
   }
 }
 
 // Rows [i0, i1) of C (+)= op(A) op(B).
 void small_product(const View& op_a, int64_t i0, int64_t i1, const VecRows& op_b, int64_t n,
-                   int64_t k, int64_t k_blocks, const OutView& c, bool accumulate) {
+                   int64_t k, int64_t k_blocks, float* c, int64_t ldc, bool accumulate) {
   int64_t i = i0;
   for (; i + kSmallRows <= i1; i += kSmallRows)
-    small_rows<kSmallRows>(op_a, i, op_b, n, k, k_blocks, c, accumulate);
-  for (; i < i1; ++i) small_rows<1>(op_a, i, op_b, n, k, k_blocks, c, accumulate);
+    small_rows<kSmallRows>(op_a, i, op_b, n, k, k_blocks, c, ldc, accumulate);
+  for (; i < i1; ++i) small_rows<1>(op_a, i, op_b, n, k, k_blocks, c, ldc, accumulate);
 }
 
 // C^T [n, m] = op(B)^T op(A)^T, the rows of C^T (columns of C) cut into one part per thread.
@@ -381,7 +374,7 @@ void gemm_transposed(const GemmArgs& args, const View& op_a, const View& op_b_t,
         for (int64_t r = 0; r < rows; ++r)
           for (int64_t i = 0; i < m; ++i) chunk[r * m + i] = args.c[i * ldc + j + r];
       const View w_rows{op_b_t.data + j * op_b_t.row_stride, op_b_t.row_stride, op_b_t.col_stride};
-      small_product(w_rows, 0, rows, op_a_t, m, k, k_blocks, {chunk, m, 1}, args.accumulate);
+      small_product(w_rows, 0, rows, op_a_t, m, k, k_blocks, chunk, m, args.accumulate);
       for (int64_t i = 0; i < m; ++i)
         for (int64_t r = 0; r < rows; ++r) args.c[i * ldc + j + r] = chunk[r * m + i];
     }
@@ -395,7 +388,7 @@ void gemm_small(const GemmArgs& args, const View& op_a, const View& op_b_t, int6
   if (args.trans_b && args.m < args.n) return gemm_transposed(args, op_a, op_b_t, ldc, k_blocks);
   thread_local PackBuffer b_buffer;
   const VecRows op_b = vector_rows(op_b_t, args.n, args.k, b_buffer);
-  small_product(op_a, 0, args.m, op_b, args.n, args.k, k_blocks, {args.c, ldc, 1}, args.accumulate);
+  small_product(op_a, 0, args.m, op_b, args.n, args.k, k_blocks, args.c, ldc, args.accumulate);
 }
 
 }  // namespace
