@@ -118,7 +118,8 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
 // and nothing needs rescaling at inference. p in [0, 1); p = 0 returns x itself.
 Tensor dropout(const Tensor& x, float p, Rng& rng);
 
-// ---- Fused ops (ops/softmax.cpp, ops/layer_norm.cpp, ops/cross_entropy.cpp, ops/attention.cpp)
+// ---- Fused ops (ops/softmax.cpp, ops/layer_norm.cpp, ops/cross_entropy.cpp, ops/attention.cpp,
+// ops/recurrent.cpp)
 // Written as one kernel each, for speed and numerical stability; each is gradient-checked
 // and compared against the same function composed from the ops above.
 
@@ -157,5 +158,14 @@ Tensor cross_entropy(const Tensor& logits, const IndexTensor& targets,
 // zero weights. Throws ShapeError.
 Tensor multi_head_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
                             int64_t heads, float scale, Tensor* probs = nullptr);
+
+// A GRU layer's loop over time (ops/recurrent.cpp; the equations in nn/recurrent.h): the
+// state after each step, [B, T, H], from the input projections W_ih x_t + b_ih of every step
+// [B, T, 3H] (gates r, z, n), the first state h0 [B, H], weight_hh [3H, H] and bias_hh [3H].
+// lengths (empty, or one per row in [1, T]): after its last real step a row keeps its state.
+// One tape node for all T steps, so W_hh's gradient is one GEMM (nn::GRU::forward_step_by_step
+// is the same layer composed from the ops above, a node per op and step). Throws ShapeError.
+Tensor gru(const Tensor& projected_x, const Tensor& h0, const Tensor& weight_hh,
+           const Tensor& bias_hh, const std::vector<int64_t>& lengths = {});
 
 }  // namespace gf

@@ -38,11 +38,10 @@ void check_step_shapes(const char* op, const Tensor& x, const Tensor& h, int64_t
                                  input_size, hidden_size, xs, hs));
 }
 
-// The loop over time shared by RNN and GRU (Table 1's O(n) sequential operations): position t
-// cannot start before position t-1 has produced its state.
+// Checks x [B, T, D], h [B, H] (zeros when undefined) and lengths for a cell; returns h.
 template <typename Cell>
-RecurrentOutput run_over_time(const char* op, const Cell& cell, const Tensor& x, Tensor h,
-                              const std::vector<int64_t>& lengths) {
+Tensor check_sequence(const char* op, const Cell& cell, const Tensor& x, Tensor h,
+                      const std::vector<int64_t>& lengths) {
   const Shape& xs = x.shape();
   if (xs.size() != 3 || xs[2] != cell.input_size || xs[1] < 1)
     throw ShapeError(
@@ -59,7 +58,16 @@ RecurrentOutput run_over_time(const char* op, const Cell& cell, const Tensor& x,
     if (len < 1 || len > length)
       throw std::invalid_argument(
           fmt::format("{}: length {} is outside [1, {}] for x {}", op, len, length, xs));
+  return h;
+}
 
+// The loop over time shared by RNN and GRU (Table 1's O(n) sequential operations): position t
+// cannot start before position t-1 has produced its state.
+template <typename Cell>
+RecurrentOutput run_over_time(const char* op, const Cell& cell, const Tensor& x, Tensor h,
+                              const std::vector<int64_t>& lengths) {
+  h = check_sequence(op, cell, x, h, lengths);
+  const int64_t batch = x.shape()[0], length = x.shape()[1];
   // Every W_ih x_t + b_ih at once: one [B*T, D] x [D, G*H] GEMM, parallel across time.
   const Tensor projected = cell.project_input(x);  // [B, T, G*H]
   const int64_t width = projected.shape()[2];
@@ -157,8 +165,19 @@ GRU::GRU(int64_t input_size, int64_t hidden_size, Rng& rng) : cell(input_size, h
   register_module("cell", cell);
 }
 
+// The same loop as forward_step_by_step, as one op: gru() in autograd/ops/recurrent.cpp.
 RecurrentOutput GRU::forward(const Tensor& x, const Tensor& h0,
                              const std::vector<int64_t>& lengths) const {
+  const Tensor h = check_sequence("GRU", cell, x, h0, lengths);
+  const int64_t batch = x.shape()[0], length = x.shape()[1];
+  const Tensor outputs = gru(cell.project_input(x), h, cell.weight_hh, cell.bias_hh, lengths);
+  // A row that ended early has kept its state since, so the last output is its final state.
+  return {.outputs = outputs,
+          .final_state = reshape(slice(outputs, 1, length - 1, length), {batch, cell.hidden_size})};
+}
+
+RecurrentOutput GRU::forward_step_by_step(const Tensor& x, const Tensor& h0,
+                                          const std::vector<int64_t>& lengths) const {
   return run_over_time("GRU", cell, x, h0, lengths);
 }
 

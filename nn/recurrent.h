@@ -10,9 +10,12 @@
 //     n_t = tanh(W_in x_t + b_in + r_t * (W_hn h_{t-1} + b_hn))     candidate state
 //     h_t = (1 - z_t) * n_t + z_t * h_{t-1}
 //
-// Both are composites of existing ops (linear, sigmoid, tanh, mul, slice, concat, where): no
-// backward of their own. The parameter names are PyTorch's (weight_ih, weight_hh, bias_ih,
-// bias_hh), with the three GRU gates stacked in rows [r; z; n].
+// The cells and the RNN are composites of existing ops (linear, sigmoid, tanh, mul, slice,
+// concat, where): no backward of their own. The GRU layer runs its loop as one op, gru()
+// (autograd/ops/recurrent.cpp), whose backward sums W_hh's gradient over time in one GEMM;
+// GRU::forward_step_by_step is the same layer as those composites, a test checks the two
+// agree. The parameter names are PyTorch's (weight_ih, weight_hh, bias_ih, bias_hh), with the
+// three GRU gates stacked in rows [r; z; n].
 //
 // Shape legend: B batch, T sequence length, D input width, H hidden width (state size).
 #pragma once
@@ -79,11 +82,16 @@ class RNN : public Module {
   RNNCell cell;
 };
 
+// As RNN, with the loop over time one op on the tape (gru() in ops.h); forward_step_by_step
+// records each cell step's ops instead, the tape whose depth grows with T (lesson 10 measures
+// it), and gives the same numbers up to rounding.
 class GRU : public Module {
  public:
   GRU(int64_t input_size, int64_t hidden_size, Rng& rng);
   RecurrentOutput forward(const Tensor& x, const Tensor& h0 = {},
                           const std::vector<int64_t>& lengths = {}) const;
+  RecurrentOutput forward_step_by_step(const Tensor& x, const Tensor& h0 = {},
+                                       const std::vector<int64_t>& lengths = {}) const;
 
   GRUCell cell;
 };

@@ -293,10 +293,14 @@ int64_t longest_path(const Tensor& root, const Tensor& from);  // below the snip
 
 // [snippet: sequential]
 // One layer applied to x [1, N, D]: the depth of its tape from x to the output is the number of
-// operations that cannot run at the same time, however many cores there are.
+// operations that cannot run at the same time, however many cores there are. The GRU's loop is
+// one op of the library, which runs its N steps inside one tape node; its step-by-step form
+// records each step's ops, so its tape shows them.
 int64_t sequential_operations(const Layers& layers, Kind kind, int64_t n, int64_t d, Rng& rng) {
   const Tensor x = Tensor::uniform({1, n, d}, rng, -1.0f, 1.0f).set_requires_grad();
-  return longest_path(layers.forward(kind, x), x);
+  const Tensor y =
+      kind == kRecurrent ? layers.gru.forward_step_by_step(x).outputs : layers.forward(kind, x);
+  return longest_path(y, x);
 }
 // [/snippet]
 

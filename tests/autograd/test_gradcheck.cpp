@@ -152,6 +152,12 @@ const std::vector<OpCase> op_cases = {
        return multi_head_attention(x[0], x[1], x[2], causal_mask(), /*heads=*/2, 0.5f);
      },
      {{2, 3, 4}, {2, 3, 4}, {2, 3, 4}}},
+    // H = 2, the second row ending after two of its three steps
+    {"gru",
+     [](const Tensors& x) {
+       return gru(x[0], x[1], x[2], x[3], {3, 2});
+     },
+     {{2, 3, 6}, {2, 2}, {6, 2}, {6}}},
 };
 
 // The string literals in calls of the form record(y, "name", ...) in a source text.

@@ -5,6 +5,7 @@
 
 #include "autograd/errors.h"
 #include "autograd/gradcheck.h"
+#include "autograd/kernels/parallel.h"
 #include "autograd/ops.h"
 #include "nn/recurrent.h"
 
@@ -141,6 +142,90 @@ TEST_CASE("recurrent layers pass gradcheck", "[nn][recurrent][gradcheck]") {
     INFO(result.report);
     CHECK(result.ok);
   }
+}
+
+TEST_CASE("GRU's one op gives forward_step_by_step's states and gradients", "[nn][recurrent]") {
+  Rng rng(3);
+  GRU gru(8, 16, rng);
+  randomize(gru, 4);
+  Rng data(5);
+  const Tensor x = Tensor::uniform({3, 17, 8}, data, -1.0f, 1.0f);
+  const Tensor h0 = Tensor::uniform({3, 16}, data, -1.0f, 1.0f);
+  const Tensor seed = Tensor::uniform({3, 17, 16}, data, -1.0f, 1.0f);
+  const Tensor final_seed = Tensor::uniform({3, 16}, data, -1.0f, 1.0f);
+  const std::vector<int64_t> lengths = {17, 5, 1};
+  // The gradients of x, h0 and the four parameters, from a loss that weights every output and
+  // the final state.
+  const auto run = [&](bool one_op) {
+    const Tensor xg = x.clone().set_requires_grad(), hg = h0.clone().set_requires_grad();
+    gru.zero_grad();
+    const RecurrentOutput out =
+        one_op ? gru.forward(xg, hg, lengths) : gru.forward_step_by_step(xg, hg, lengths);
+    (sum(out.outputs * seed) + sum(out.final_state * final_seed)).backward();
+    std::vector<Tensor> results = {out.outputs.detach(), out.final_state.detach(), xg.grad(),
+                                   hg.grad()};
+    for (const Tensor& p : gru.parameters()) results.push_back(p.grad());
+    return results;
+  };
+  const std::vector<Tensor> fused = run(true), reference = run(false);
+  CHECK(gru.forward(x).outputs.op_name() == "gru");
+  const char* names[] = {"outputs",   "final state", "x",       "h0",
+                         "weight_ih", "weight_hh",   "bias_ih", "bias_hh"};
+  REQUIRE(fused.size() == 8);
+  for (size_t i = 0; i < fused.size(); ++i) {
+    INFO(names[i]);
+    REQUIRE(fused[i].shape() == reference[i].shape());
+    float worst = 0.0f;
+    for (int64_t e = 0; e < fused[i].numel(); ++e)
+      worst = std::max(worst, std::abs(fused[i].data()[e] - reference[i].data()[e]));
+    CHECK(worst < 2e-5f);
+  }
+  // Row 2 ended after one step: its later states are its first.
+  for (int64_t t = 1; t < 17; ++t)
+    for (int64_t i = 0; i < 16; ++i)
+      CHECK(fused[0].data()[(2 * 17 + t) * 16 + i] == fused[0].data()[(2 * 17) * 16 + i]);
+}
+
+TEST_CASE("the gru op gives the same bits at 1, 2, 3 and 8 threads", "[nn][recurrent][threads]") {
+  // H = 512: each step's products are large enough to be cut into parts across threads.
+  Rng rng(6);
+  const Tensor x = Tensor::uniform({2, 4, 1536}, rng, -1.0f, 1.0f);
+  const Tensor h0 = Tensor::uniform({2, 512}, rng, -1.0f, 1.0f);
+  const Tensor w = Tensor::uniform({1536, 512}, rng, -0.05f, 0.05f);
+  const Tensor b = Tensor::uniform({1536}, rng, -0.1f, 0.1f);
+  const Tensor seed = Tensor::uniform({2, 4, 512}, rng, -1.0f, 1.0f);
+  const auto run = [&](int threads) {
+    kernels::set_num_threads(threads);
+    const Tensors inputs = {x.clone().set_requires_grad(), h0.clone().set_requires_grad(),
+                            w.clone().set_requires_grad(), b.clone().set_requires_grad()};
+    const Tensor y = gru(inputs[0], inputs[1], inputs[2], inputs[3], {4, 3});
+    y.backward(seed);
+    std::vector<float> bits = y.to_vector();
+    for (const Tensor& input : inputs) {
+      const std::vector<float> grad = input.grad().to_vector();
+      bits.insert(bits.end(), grad.begin(), grad.end());
+    }
+    return bits;
+  };
+  const std::vector<float> one = run(1);
+  for (const int threads : {2, 3, 8}) {
+    INFO(threads << " threads");
+    CHECK(run(threads) == one);
+  }
+  kernels::set_num_threads(0);
+}
+
+TEST_CASE("the gru op names the shapes it rejects", "[nn][recurrent]") {
+  const Tensor w = Tensor::zeros({12, 4}), b = Tensor::zeros({12});
+  CHECK_THROWS_WITH(gru(Tensor::zeros({2, 5, 11}), Tensor::zeros({2, 4}), w, b),
+                    Contains("gru: projected inputs [2, 5, 11] do not fit h0 [2, 4]"));
+  CHECK_THROWS_WITH(
+      gru(Tensor::zeros({2, 5, 12}), Tensor::zeros({2, 4}), Tensor::zeros({4, 12}), b),
+      Contains("gru: weight_hh [4, 12] and bias_hh [12] must be [12, 4] and [12]"));
+  CHECK_THROWS_WITH(gru(Tensor::zeros({2, 5, 12}), Tensor::zeros({2, 4}), w, b, {5}),
+                    Contains("gru: 1 lengths for a batch of 2"));
+  CHECK_THROWS_WITH(gru(Tensor::zeros({2, 5, 12}), Tensor::zeros({2, 4}), w, b, {5, 0}),
+                    Contains("gru: length 0 is outside [1, 5]"));
 }
 
 TEST_CASE("recurrent layers name the shapes they reject", "[nn][recurrent]") {
