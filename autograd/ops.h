@@ -164,7 +164,8 @@ Tensor multi_head_attention(const Tensor& q, const Tensor& k, const Tensor& v, c
 // [B, T, 3H] (gates r, z, n), the first state h0 [B, H], weight_hh [3H, H] and bias_hh [3H].
 // lengths (empty, or one per row in [1, T]): after its last real step a row keeps its state.
 // One tape node for all T steps, so W_hh's gradient is one GEMM (nn::GRU::forward_step_by_step
-// is the same layer composed from the ops above, a node per op and step). Throws ShapeError.
+// is the same layer composed from the ops above, a node per op and step). Throws ShapeError,
+// and std::invalid_argument for wrong lengths.
 Tensor gru(const Tensor& projected_x, const Tensor& h0, const Tensor& weight_hh,
            const Tensor& bias_hh, const std::vector<int64_t>& lengths = {});
 

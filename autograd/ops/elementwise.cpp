@@ -200,12 +200,8 @@ Tensor tanh(const Tensor& x) {
 }
 
 // sigmoid: s'(x) = s(x) (1 - s(x)) = y (1 - y)
-// Evaluated as exp(-|x|) based forms so that neither branch overflows for large |x|.
 Tensor sigmoid(const Tensor& x) {
-  Tensor y = map(x, [](float v) {
-    const float e = std::exp(-std::abs(v));
-    return v >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e);
-  });
+  Tensor y = map(x, detail::stable_sigmoid);
   record(y, "sigmoid", {x}, [y = y.detach()](const Tensor& grad_y) {
     return Grads{zip(y.shape(), grad_y, y, [](float g, float s) { return g * s * (1.0f - s); })};
   });

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <cmath>
 
 #include "autograd/kernels/broadcast.h"
 #include "autograd/kernels/parallel.h"
@@ -11,6 +12,13 @@
 #include "autograd/tensor.h"
 
 namespace gf::detail {
+
+// sigmoid(v) = 1 / (1 + exp(-v)), evaluated through exp(-|v|) so that neither branch overflows
+// for large |v|. The sigmoid op and the gru op's gates both use it, so they round alike.
+inline float stable_sigmoid(float v) {
+  const float e = std::exp(-std::abs(v));
+  return v >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e);
+}
 
 template <typename F>
 Tensor map(const Tensor& x, F f) {

@@ -26,22 +26,18 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 #include <vector>
 
 #include "autograd/errors.h"
 #include "autograd/graph.h"
 #include "autograd/kernels/gemm.h"
 #include "autograd/ops.h"
+#include "autograd/ops/pointwise.h"
 
 namespace gf {
 
 namespace {
-
-// The same formula as the sigmoid op (ops/elementwise.cpp): exp(-|v|) never overflows.
-float sigmoid_of(float v) {
-  const float e = std::exp(-std::abs(v));
-  return v >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e);
-}
 
 struct Sizes {
   int64_t batch, steps, hidden, gates;  // B, T, H, G = 3 H
@@ -63,11 +59,14 @@ Sizes check_inputs(const Tensor& x, const Tensor& h0, const Tensor& w, const Ten
   if (!(w.shape() == Shape{s.gates, s.hidden}) || !(b.shape() == Shape{s.gates}))
     throw ShapeError(fmt::format("gru: weight_hh {} and bias_hh {} must be [{}, {}] and [{}]",
                                  w.shape(), b.shape(), s.gates, s.hidden, s.gates));
+  // Wrong lengths are wrong values, not shapes: std::invalid_argument, as nn::GRU throws.
   if (!lengths.empty() && static_cast<int64_t>(lengths.size()) != s.batch)
-    throw ShapeError(fmt::format("gru: {} lengths for a batch of {}", lengths.size(), s.batch));
+    throw std::invalid_argument(
+        fmt::format("gru: {} lengths for a batch of {}", lengths.size(), s.batch));
   for (const int64_t length : lengths)
     if (length < 1 || length > s.steps)
-      throw ShapeError(fmt::format("gru: length {} is outside [1, {}]", length, s.steps));
+      throw std::invalid_argument(
+          fmt::format("gru: length {} is outside [1, {}]", length, s.steps));
   return s;
 }
 
@@ -106,8 +105,8 @@ void forward_step(Tape& tape, int64_t t, const float* projected_x, const float* 
     float* out = y + (b * steps + t) * hidden;
     const bool live = tape.running(b, t);
     for (int64_t j = 0; j < hidden; ++j) {
-      const float r = sigmoid_of(x[j] + ab[j]);
-      const float z = sigmoid_of(x[hidden + j] + ab[hidden + j]);
+      const float r = detail::stable_sigmoid(x[j] + ab[j]);
+      const float z = detail::stable_sigmoid(x[hidden + j] + ab[hidden + j]);
       const float a_n = ab[2 * hidden + j];
       const float n = std::tanh(x[2 * hidden + j] + r * a_n);
       out[j] = live ? n + z * (hb[j] - n) : hb[j];

@@ -186,7 +186,8 @@ TEST_CASE("GRU's one op gives forward_step_by_step's states and gradients", "[nn
       CHECK(fused[0].data()[(2 * 17 + t) * 16 + i] == fused[0].data()[(2 * 17) * 16 + i]);
 }
 
-TEST_CASE("the gru op gives the same bits at 1, 2, 3 and 8 threads", "[nn][recurrent][threads]") {
+TEST_CASE("the gru op gives the same bits at 1, 2, 3, 4 and 8 threads",
+          "[nn][recurrent][threads]") {
   // H = 512: each step's products are large enough to be cut into parts across threads.
   Rng rng(6);
   const Tensor x = Tensor::uniform({2, 4, 1536}, rng, -1.0f, 1.0f);
@@ -208,7 +209,7 @@ TEST_CASE("the gru op gives the same bits at 1, 2, 3 and 8 threads", "[nn][recur
     return bits;
   };
   const std::vector<float> one = run(1);
-  for (const int threads : {2, 3, 8}) {
+  for (const int threads : {2, 3, 4, 8}) {
     INFO(threads << " threads");
     CHECK(run(threads) == one);
   }
@@ -217,11 +218,16 @@ TEST_CASE("the gru op gives the same bits at 1, 2, 3 and 8 threads", "[nn][recur
 
 TEST_CASE("the gru op names the shapes it rejects", "[nn][recurrent]") {
   const Tensor w = Tensor::zeros({12, 4}), b = Tensor::zeros({12});
+  CHECK_THROWS_WITH(
+      gru(Tensor::zeros({2, 12}), Tensor::zeros({2, 4}), w, b),
+      Contains("gru: expects projected inputs [B, T, 3H] and h0 [B, H], got [2, 12] and [2, 4]"));
   CHECK_THROWS_WITH(gru(Tensor::zeros({2, 5, 11}), Tensor::zeros({2, 4}), w, b),
                     Contains("gru: projected inputs [2, 5, 11] do not fit h0 [2, 4]"));
   CHECK_THROWS_WITH(
       gru(Tensor::zeros({2, 5, 12}), Tensor::zeros({2, 4}), Tensor::zeros({4, 12}), b),
       Contains("gru: weight_hh [4, 12] and bias_hh [12] must be [12, 4] and [12]"));
+  CHECK_THROWS_AS(gru(Tensor::zeros({2, 5, 12}), Tensor::zeros({2, 4}), w, b, {5}),
+                  std::invalid_argument);
   CHECK_THROWS_WITH(gru(Tensor::zeros({2, 5, 12}), Tensor::zeros({2, 4}), w, b, {5}),
                     Contains("gru: 1 lengths for a batch of 2"));
   CHECK_THROWS_WITH(gru(Tensor::zeros({2, 5, 12}), Tensor::zeros({2, 4}), w, b, {5, 0}),
