@@ -39,12 +39,13 @@ namespace {
 using namespace gf;
 
 constexpr std::string_view kUsage =
-    "usage: attn_scaling [--smoke] [--threads 2] [--seed 1] [--max-n 2048] [--help]\n"
+    "usage: attn_scaling [--smoke] [--threads 2] [--seed 1] [--bf16] [--max-n 2048] [--help]\n"
     "  Times one layer's forward + backward (batch 1, width 512) for n = 64, 128, ..., max-n\n"
     "  and prints one JSON object per layer and n:\n"
     "  {\"workload\":\"attn-scaling\",\"layer\":\"self-attention\",\"n\":64,\"ms_per_step\":...}\n"
     "  layers: self-attention (8 heads), recurrent (GRU), convolution (kernel 3)\n"
     "  --smoke    n = 64 and 128, one timed run each (for CI, about a second)\n"
+    "  --bf16     the weights' large products in bfloat16 (needs AVX512-BF16; lesson 11)\n"
     "  --max-n    the longest sequence (default 2048)\n";
 
 constexpr int64_t kWidth = 512;
@@ -161,6 +162,7 @@ int main(int argc, char** argv) {
         bench::add_efficiency(line, flops, ms, limits)
             .add("params", layer.module->parameter_count())
             .add("threads", int64_t{options.threads})
+            .add("precision", bench::JsonLine::str(to_string(kernels::gemm_precision())))
             .print();
       }
     }

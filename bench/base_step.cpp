@@ -32,13 +32,14 @@ namespace {
 using namespace gf;
 
 constexpr std::string_view kUsage =
-    "usage: base_step [--smoke] [--threads 2] [--seed 1] [--steps 5] [--help]\n"
+    "usage: base_step [--smoke] [--threads 2] [--seed 1] [--bf16] [--steps 5] [--help]\n"
     "  Times training steps of the base-size Transformer (Table 3 with a tied vocabulary of\n"
     "  8000) on random ids and prints one JSON object:\n"
     "  {\"workload\":\"base-step\",\"ms_per_step\":...,\"tokens_per_s\":...,\"peak_rss_mb\":...,\n"
     "   \"gflop_per_step\":...,\"gflops\":...,\"peak_gflops\":...,\"fraction_of_peak\":...,\n"
     "   \"params\":...,\"threads\":...}\n"
     "  --smoke    one step on batch 2, length 8 (for CI, about a second)\n"
+    "  --bf16     the weights' large products in bfloat16 (needs AVX512-BF16; lesson 11)\n"
     "  --steps    timed steps after 2 warm-up steps (default 5)\n";
 
 struct Shapes {
@@ -126,6 +127,7 @@ int main(int argc, char** argv) {
         .add("peak_rss_mb", bench::peak_rss_mb(), 1)
         .add("params", model.parameter_count())
         .add("threads", int64_t{options.threads})
+        .add("precision", bench::JsonLine::str(to_string(kernels::gemm_precision())))
         .print();
     fmt::print(stderr,
                "base-step  {:.1f} ms/step  {:.0f} tokens/s  {:.0f}% of the peak ({:.0f} GFLOP/s)  "

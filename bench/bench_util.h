@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "autograd/kernels/gemm.h"
 #include "autograd/kernels/parallel.h"
 #include "autograd/kernels/roofline.h"
 #include "autograd/random.h"
@@ -31,6 +32,7 @@ struct CommonOptions {
   bool smoke = false;  // tiny step counts, for CI: the program runs in a second or two
   int threads = 2;     // bench/README.md: every workload on two threads
   uint64_t seed = 1;
+  bool bfloat16 = false;  // --bf16: the weights' products in bfloat16 (autograd/kernels/gemm.h)
 };
 
 // ids [rows, cols], uniform over the content ids [kNumSpecial, vocab), so no pad appears.
@@ -51,7 +53,7 @@ inline int64_t parse_count(std::string_view program, std::string_view flag, std:
   return value;
 }
 
-// Parses --smoke, --threads N, --seed N and --help; any other "--name value" pair is handed
+// Parses --smoke, --threads N, --seed N, --bf16 and --help; any other "--name value" pair is handed
 // to extra(name, value), which returns false when it does not know the name. Returns nothing
 // when --help was asked for. Throws std::invalid_argument naming a bad argument.
 template <typename Extra>
@@ -64,6 +66,8 @@ std::optional<CommonOptions> parse_common(int argc, char** argv, std::string_vie
     if (arg == "--help" || arg == "-h") return std::nullopt;
     if (arg == "--smoke") {
       options.smoke = true;
+    } else if (arg == "--bf16") {
+      options.bfloat16 = true;
     } else if (arg == "--threads" && has_value) {
       options.threads = static_cast<int>(parse_count(program, arg, argv[++i]));
       if (options.threads < 1)
@@ -77,6 +81,7 @@ std::optional<CommonOptions> parse_common(int argc, char** argv, std::string_vie
     }
   }
   gf::kernels::set_num_threads(options.threads);
+  if (options.bfloat16) gf::kernels::set_gemm_precision(gf::kernels::GemmPrecision::BFloat16);
   return options;
 }
 

@@ -46,7 +46,7 @@ using namespace gf;
 
 constexpr std::string_view kUsage =
     "usage: copy [--workload copy-tiny|copy-base|all] [--smoke] [--threads 2] [--seed 1]\n"
-    "            [--max-steps 3000] [--help]\n"
+    "            [--bf16] [--max-steps 3000] [--help]\n"
     "  Trains the Transformer on the copy task and prints one JSON object per workload:\n"
     "  {\"workload\":\"copy-tiny\",\"ms_per_step\":...,\"tokens_per_s\":...,\"steps_to_100\":...,\n"
     "   \"seconds_to_100\":...,\"gflop_per_step\":...,\"gflops\":...,\"peak_gflops\":...,\n"
@@ -54,6 +54,7 @@ constexpr std::string_view kUsage =
     "  --workload   which one (default all; run them one per process for a clean peak RSS)\n"
     "  --smoke      a few steps of each, copy-base on batch 8 (for CI, about a second)\n"
     "  --threads    threads (default 2)\n"
+    "  --bf16       the weights' large products in bfloat16 (needs AVX512-BF16; lesson 11)\n"
     "  --max-steps  copy-tiny gives up after this many steps (default 3000)\n";
 
 constexpr int64_t kVocab = 11;       // 0 pad, 1 start, 2..10 content
@@ -251,6 +252,7 @@ int main(int argc, char** argv) {
           .add("peak_rss_mb", bench::peak_rss_mb(), 1)
           .add("params", r.params)
           .add("threads", int64_t{options.threads})
+          .add("precision", bench::JsonLine::str(to_string(kernels::gemm_precision())))
           .print();
       fmt::print(stderr, "{:<10} {:>8.2f} ms/step {:>9.0f} tokens/s {:>5.1f}% of the peak",
                  workload.name, r.ms_per_step, r.tokens_per_s,

@@ -30,7 +30,7 @@ namespace {
 using namespace gf;
 
 constexpr std::string_view kUsage =
-    "usage: decode [--smoke] [--threads 2] [--seed 1] [--help]\n"
+    "usage: decode [--smoke] [--threads 2] [--seed 1] [--bf16] [--help]\n"
     "  Times greedy decoding of 32 tokens for 16 sources with the base-size model and prints\n"
     "  one JSON object per variant:\n"
     "  {\"workload\":\"decode\",\"cache\":true,\"ms_per_step\":...,\"tokens_per_s\":...,...}\n"
@@ -38,6 +38,7 @@ constexpr std::string_view kUsage =
     "  floor_ms: the least time the cached decoding could take here, its products at the\n"
     "  measured FMA peak and its reads of weights and cache at the measured memory bandwidth;\n"
     "  times_floor: ms_per_step over floor_ms)\n"
+    "  --bf16     the weights' large products in bfloat16 (needs AVX512-BF16; lesson 11)\n"
     "  --smoke    batch 2, 4 tokens, one timed run (for CI, about a second)\n";
 
 struct Run {

@@ -38,7 +38,9 @@ constexpr std::string_view kUsage =
     "{\"workload\":\"gemm\",\"kernel\":...,\"size\":...,\"threads\":...,\"gflops\":...}\n"
     "  --smoke    sizes 128 and 256, one timed run each (for CI, well under a second)\n"
     "  --sizes    comma-separated sizes (default 128,256,512,1024,2048)\n"
-    "  --naive    also time the naive kernel up to size 512 (default: up to 256 only)\n";
+    "  --naive    also time the naive kernel up to size 512 (default: up to 256 only)\n"
+    "  Where the build can multiply in bfloat16 (AVX512-BF16), the blocked kernel is also\n"
+    "  timed so (kernel \"blocked-bf16\"), checked against the reference on rounded operands.\n";
 
 struct Options {
   std::vector<int64_t> sizes{128, 256, 512, 1024, 2048};
@@ -116,7 +118,34 @@ float max_abs_difference(const std::vector<float>& x, const std::vector<float>& 
 struct KernelInfo {
   std::string_view name;
   Kernel kernel;
+  bool bfloat16 = false;  // multiplies operands rounded to bfloat16
 };
+
+// The blocked kernel with its operands rounded to bfloat16 (gemm.h).
+void gemm_blocked_bfloat16(const GemmArgs& args) {
+  gf::kernels::set_gemm_precision(gf::kernels::GemmPrecision::BFloat16);
+  gf::kernels::gemm_blocked(args);
+  gf::kernels::set_gemm_precision(gf::kernels::GemmPrecision::Float32);
+}
+
+// The reference for bfloat16 products: the naive loop (or BLAS) on the operands rounded to
+// bfloat16, which differs from them only by float32's rounding of the sums.
+std::vector<float> rounded_reference(const GemmArgs& args, Kernel reference_kernel) {
+  const auto rounded = [](const float* x, int64_t count) {
+    std::vector<float> out(x, x + count);
+    for (float& v : out) v = gf::kernels::round_to_bfloat16(v);
+    return out;
+  };
+  const std::vector<float> a = rounded(args.a, args.m * args.k),
+                           b = rounded(args.b, args.k * args.n);
+  std::vector<float> c(static_cast<size_t>(args.m * args.n));
+  GemmArgs rounded_args = args;
+  rounded_args.a = a.data();
+  rounded_args.b = b.data();
+  rounded_args.c = c.data();
+  reference_kernel(rounded_args);
+  return c;
+}
 
 }  // namespace
 
@@ -152,18 +181,25 @@ int main(int argc, char** argv) {
 
     // The naive loop takes ~0.1 s at 512 and minutes at 2048; above 512 BLAS is the reference.
     std::string_view reference_name = "none";
+    Kernel reference_kernel = nullptr;
     if (size <= 512) {
-      gf::kernels::gemm_naive(reference_args);
+      reference_kernel = gf::kernels::gemm_naive;
       reference_name = "naive";
     } else if (blas) {
-      gf::kernels::gemm_blas(reference_args);
+      reference_kernel = gf::kernels::gemm_blas;
       reference_name = "blas";
     }
+    if (reference_kernel) reference_kernel(reference_args);
+    std::vector<float> bfloat16_reference;
+    if (reference_kernel && gf::kernels::have_bfloat16())
+      bfloat16_reference = rounded_reference(args, reference_kernel);
 
     std::vector<KernelInfo> kernels;
     if (size <= (options.naive ? 512 : 256)) kernels.push_back({"naive", gf::kernels::gemm_naive});
     kernels.push_back({"blocked", gf::kernels::gemm_blocked});
     if (blas) kernels.push_back({"blas", gf::kernels::gemm_blas});
+    if (gf::kernels::have_bfloat16())
+      kernels.push_back({"blocked-bf16", gemm_blocked_bfloat16, true});
 
     for (const int threads : {1, 2}) {
       gf::kernels::set_num_threads(threads);
@@ -171,7 +207,8 @@ int main(int argc, char** argv) {
         if (kernel.name != reference_name && reference_name != "none") {
           std::fill(c.begin(), c.end(), 0.0f);
           kernel.kernel(args);
-          const float error = max_abs_difference(c, reference);
+          const float error =
+              max_abs_difference(c, kernel.bfloat16 ? bfloat16_reference : reference);
           if (!(error <= tolerance(size))) {
             fmt::print(stderr,
                        "gemm: {} differs from {} at size {} with {} threads (max |diff| {})\n",
@@ -191,8 +228,8 @@ int main(int argc, char** argv) {
     }
   }
 
-  fmt::print(stderr, "\nGFLOP/s (median)\n{:>6} {:>7} {:>8} {:>8} {:>8} {:>13}\n", "size",
-             "threads", "naive", "blocked", "blas", "blocked/blas");
+  fmt::print(stderr, "\nGFLOP/s (median)\n{:>6} {:>7} {:>8} {:>8} {:>8} {:>13} {:>13}\n", "size",
+             "threads", "naive", "blocked", "blas", "blocked/blas", "blocked-bf16");
   for (const auto& [key, row_of_key] : table) {
     const auto& row = row_of_key;  // a lambda cannot capture a structured binding in clang 14
     const auto cell = [&row](std::string_view name) {
@@ -200,8 +237,8 @@ int main(int argc, char** argv) {
     };
     const std::string ratio =
         row.contains("blas") ? fmt::format("{:.2f}", row.at("blocked") / row.at("blas")) : "-";
-    fmt::print(stderr, "{:>6} {:>7} {:>8} {:>8} {:>8} {:>13}\n", key.first, key.second,
-               cell("naive"), cell("blocked"), cell("blas"), ratio);
+    fmt::print(stderr, "{:>6} {:>7} {:>8} {:>8} {:>8} {:>13} {:>13}\n", key.first, key.second,
+               cell("naive"), cell("blocked"), cell("blas"), ratio, cell("blocked-bf16"));
   }
   return 0;
 }

@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "autograd/kernels/gemm.h"
 #include "autograd/kernels/parallel.h"
 #include "data/pairs_file.h"
 #include "data/parallel_corpus.h"
@@ -261,6 +262,8 @@ Run::Run(const RunConfig& config) : asked_(config) {
   }
   validate(settings_);
   if (settings_.threads > 0) kernels::set_num_threads(settings_.threads);
+  kernels::set_gemm_precision(settings_.bfloat16 ? kernels::GemmPrecision::BFloat16
+                                                 : kernels::GemmPrecision::Float32);
   // The order of the random streams (run.h).
   Rng rng(settings_.seed);
   make_model(resumed, rng);

@@ -245,6 +245,7 @@ RunSettings with_defaults(const RunConfig& c) {
   s.seed = c.seed.value_or(s.seed);
   s.batch_seed = c.batch_seed;
   s.threads = c.threads;
+  s.bfloat16 = c.bfloat16;
   s.save = c.save.value_or(c.resume.empty() ? s.save : c.resume);
   s.save_every = c.save_every;
   s.log_losses = c.log_losses;

@@ -63,9 +63,12 @@ struct RunConfig {
   int64_t eval_count = 100;           // sequences decoded by each check
   int64_t snapshots = 25;             // attention snapshots for the run's page; 0: none
   int threads = 0;                    // 0: kernels::num_threads()
-  std::optional<std::string> save;    // out/model.safetensors; resuming: the file resumed
-  int64_t save_every = 0;             // also save every N steps; 0: at the end only
-  std::string log_losses;             // "step<TAB>loss" lines of every step; "": none
+  // The weights' products in bfloat16 (kernels/gemm.h), process-wide like threads; not kept in
+  // the training state, so a resumed run takes it from its own config.
+  bool bfloat16 = false;
+  std::optional<std::string> save;  // out/model.safetensors; resuming: the file resumed
+  int64_t save_every = 0;           // also save every N steps; 0: at the end only
+  std::string log_losses;           // "step<TAB>loss" lines of every step; "": none
 };
 
 // Every setting of a run, none missing.
@@ -99,6 +102,7 @@ struct RunSettings {
   uint64_t seed = 1;
   std::optional<uint64_t> batch_seed;  // none: drawn from seed after the model
   int threads = 0;
+  bool bfloat16 = false;
   std::string save = "out/model.safetensors";
   int64_t save_every = 0;
   std::string log_losses;

@@ -14,6 +14,7 @@ namespace {
 
 // Atomic, so that switching it while another thread calls gemm() is not a data race.
 std::atomic<GemmBackend> current_backend{GemmBackend::Blocked};
+std::atomic<GemmPrecision> current_precision{GemmPrecision::Float32};
 
 }  // namespace
 
@@ -39,6 +40,31 @@ std::string_view to_string(GemmBackend backend) {
       return "blas";
   }
   return "unknown";
+}
+
+bool have_bfloat16() {
+#if defined(__AVX512BF16__) && defined(__AVX512F__)
+  return true;
+#else
+  return false;
+#endif
+}
+
+void set_gemm_precision(GemmPrecision precision) {
+  if (precision == GemmPrecision::BFloat16 && !have_bfloat16())
+    throw std::invalid_argument(
+        "set_gemm_precision: bfloat16 products need a CPU with AVX512-BF16 and a build for it "
+        "(GRADFORMER_NATIVE=ON, the default, on that CPU); this build multiplies in float32 "
+        "only");
+  current_precision.store(precision);
+}
+
+GemmPrecision gemm_precision() {
+  return current_precision.load();
+}
+
+std::string_view to_string(GemmPrecision precision) {
+  return precision == GemmPrecision::BFloat16 ? "bfloat16" : "float32";
 }
 
 LeadingDims leading_dims(const GemmArgs& args) {

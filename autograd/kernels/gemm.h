@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <string_view>
 
 namespace gf::kernels {
@@ -55,6 +56,40 @@ enum class GemmBackend { Naive, Blocked, Blas };
 void set_gemm_backend(GemmBackend backend);  // throws std::invalid_argument for Blas without BLAS
 GemmBackend gemm_backend();
 std::string_view to_string(GemmBackend backend);
+
+// The precision of the operands of the blocked kernel's packed products: those of more than
+// 2^16 multiply-adds, and of more than 64 rows when B is stored transposed (the weights'
+// products in training). Float32 by
+// default. BFloat16 rounds both operands to bfloat16 (8 significant bits, float32's exponent
+// range) as it packs them and sums their products in float32: twice the multiply-adds per
+// instruction where the CPU has AVX512-BF16. Small products (a head's attention, decoding's
+// few rows) and the naive and BLAS backends stay float32. Process-wide, like the backend;
+// results stay the same for any thread count.
+enum class GemmPrecision { Float32, BFloat16 };
+// Whether this build can multiply in bfloat16: compiled for a CPU with AVX512-BF16.
+bool have_bfloat16();
+void set_gemm_precision(GemmPrecision precision);  // throws std::invalid_argument without it
+GemmPrecision gemm_precision();
+std::string_view to_string(GemmPrecision precision);
+
+// The top 16 bits of x's float32, rounded to nearest, ties to even (as AVX512-BF16's
+// vcvtne2ps2bf16 does): x as a bfloat16. A NaN stays a NaN (its low bits alone could round it
+// to infinity).
+inline uint32_t bfloat16_bits(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);  // std::bit_cast, which WebAssembly's libc++ 13 lacks
+  const uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
+  const uint32_t quiet_nan = (bits >> 16) | 0x40u;
+  // A select, not a branch, so that a loop of conversions vectorises.
+  return (bits & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded;
+}
+// x rounded to bfloat16, as a float: what a bfloat16 product multiplies.
+inline float round_to_bfloat16(float x) {
+  const uint32_t bits = bfloat16_bits(x) << 16;
+  float rounded;
+  std::memcpy(&rounded, &bits, sizeof rounded);
+  return rounded;
+}
 
 // The kernel every op calls.
 void gemm(const GemmArgs& args);

@@ -1,5 +1,6 @@
 // Cache-blocked GEMM, C[M, N] (+)= op(A)[M, K] op(B)[K, N], at close to the CPU's peak in
-// portable C++ (no intrinsics). The scheme is the one BLIS and OpenBLAS use (Goto and van de
+// portable C++ (no intrinsics, but for the opt-in bfloat16 micro-kernel near the end of the
+// packed path). The scheme is the one BLIS and OpenBLAS use (Goto and van de
 // Geijn, "Anatomy of High-Performance Matrix Multiplication", ACM TOMS 34(3), 2008): copy
 // ("pack") blocks of A and B into the order the innermost loop reads them, and size each block
 // for one level of the memory hierarchy. gemm_naive.cpp is the definition it is tested against.
@@ -37,8 +38,14 @@
 // result is bit-identical for any thread count. Below 2^19 multiply-adds (about 6 us on one
 // core) the calling thread works alone: waking the other thread would cost more than it saves.
 #include <algorithm>
+#include <bit>
 #include <cstddef>
+#include <cstdint>
 #include <new>
+
+#if defined(__AVX512BF16__) && defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 
 #include "autograd/kernels/gemm.h"
 #include "autograd/kernels/parallel.h"
@@ -160,6 +167,25 @@ void pack_slivers(const View& v, int64_t r0, int64_t r1, int64_t c0, int64_t c1,
   }
 }
 
+// Stores an MR x NR tile of sums into C[0:mr, 0:nr], adding to what C holds when add is set.
+inline void store_tile(const Vec (&acc)[MR][NV], float* __restrict c, int64_t ldc, int64_t mr,
+                       int64_t nr, bool add) {
+  if (mr == MR && nr == NR) {  // a full tile: whole registers to and from C
+    for (int64_t i = 0; i < MR; ++i)
+      for (int64_t v = 0; v < NV; ++v) {
+        auto* c_iv = reinterpret_cast<UnalignedVec*>(c + i * ldc + v * kLanes);
+        *c_iv = add ? *c_iv + acc[i][v] : acc[i][v];
+      }
+    return;
+  }
+  for (int64_t i = 0; i < mr; ++i)  // an edge tile: only the part inside C
+    for (int64_t j = 0; j < nr; ++j) {
+      const float sum = acc[i][j / kLanes][j % kLanes];  // lane j % kLanes of a register
+      float& cij = c[i * ldc + j];
+      cij = add ? cij + sum : sum;
+    }
+}
+
 // C[0:mr, 0:nr] (+)= a b for one packed A sliver a [kc x MR] and B sliver b [kc x NR].
 // acc is MR x NV registers, updated kc times and stored once. The loops over i and v have
 // compile-time trip counts; GCC unrolls them fully (the pragmas make sure of it at -O2 too),
@@ -183,21 +209,97 @@ inline void micro_kernel(int64_t kc, const float* __restrict a, const float* __r
 #pragma GCC unroll 4
       for (int64_t v = 0; v < NV; ++v) acc[i][v] += a[i] * b_row[v];
   }
-  if (mr == MR && nr == NR) {  // a full tile: whole registers to and from C
-    for (int64_t i = 0; i < MR; ++i)
-      for (int64_t v = 0; v < NV; ++v) {
-        auto* c_iv = reinterpret_cast<UnalignedVec*>(c + i * ldc + v * kLanes);
-        *c_iv = add ? *c_iv + acc[i][v] : acc[i][v];
-      }
-    return;
-  }
-  for (int64_t i = 0; i < mr; ++i)  // an edge tile: only the part inside C
-    for (int64_t j = 0; j < nr; ++j) {
-      const float sum = acc[i][j / kLanes][j % kLanes];  // lane j % kLanes of a register
-      float& cij = c[i * ldc + j];
-      cij = add ? cij + sum : sum;
-    }
+  store_tile(acc, c, ldc, mr, nr, add);
 }
+
+// The float32 arithmetic of the packed path: slivers of floats, one step in k a float.
+struct Float32Tiles {
+  using Packed = float;
+  static int64_t steps(int64_t kc) { return kc; }
+  template <int64_t W>
+  static void pack(const View& v, int64_t r0, int64_t r1, int64_t c0, int64_t c1, float* dst) {
+    pack_slivers<W>(v, r0, r1, c0, c1, dst);
+  }
+  static void multiply(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
+                       int64_t mr, int64_t nr, bool add) {
+    micro_kernel(kc, a, b, c, ldc, mr, nr, add);
+  }
+};
+
+#if defined(__AVX512BF16__) && defined(__AVX512F__)
+// ---- bfloat16 products (opt-in, gemm.h) -----------------------------------------------------
+//
+// bfloat16 is a float32 with the low 16 bits of its mantissa dropped: the same exponent range,
+// 8 significant bits instead of 24. AVX512-BF16's vdpbf16ps multiplies 32 pairs of bfloat16
+// in a 512-bit register by 32 others and adds each two neighbouring products into one of the
+// 16 float32 sums of a third register: 32 multiply-adds an instruction where vfmadd231ps does
+// 16. The product of two bfloat16 is exact in float32, so only the rounding of the operands
+// and of the sums is lost. Written with intrinsics because GCC's vector extension has no
+// spelling for the pairwise dot product.
+//
+// The packed slivers hold pairs: one 32-bit word per row and pair of steps in k, row r's
+// elements k = 2q (low half) and 2q + 1 (high half), so a broadcast of A's word meets B's
+// words of the same two steps. An odd last step is paired with zero.
+
+// As pack_slivers, each sliver first as floats [kc x W], then rounded and paired into words
+// [ceil(kc / 2) x W].
+template <int64_t W>
+void pack_pairs(const View& v, int64_t r0, int64_t r1, int64_t c0, int64_t c1, uint32_t* dst) {
+  thread_local PackBuffer sliver_buffer;
+  const int64_t kc = c1 - c0, pairs = ceil_div(kc, 2);
+  float* floats = sliver_buffer.get(kc * W);
+  for (int64_t s0 = r0; s0 < r1; s0 += W, dst += pairs * W) {
+    pack_slivers<W>(v, s0, std::min(s0 + W, r1), c0, c1, floats);
+    for (int64_t q = 0; q < pairs; ++q)
+      for (int64_t r = 0; r < W; ++r) {
+        const uint32_t low = bfloat16_bits(floats[2 * q * W + r]);
+        const uint32_t high = 2 * q + 1 < kc ? bfloat16_bits(floats[(2 * q + 1) * W + r]) : 0;
+        dst[q * W + r] = low | high << 16;
+      }
+  }
+}
+
+// micro_kernel's tile, two steps in k an instruction.
+// [snippet: bf16-kernel]
+inline void micro_kernel_bf16(int64_t pairs, const uint32_t* __restrict a,
+                              const uint32_t* __restrict b, float* __restrict c, int64_t ldc,
+                              int64_t mr, int64_t nr, bool add) {
+  static_assert(kLanes == 16 && NV == 2, "the tile is 8 x 32 floats of AVX-512");
+  __m512 acc[MR][NV];
+  for (int64_t i = 0; i < MR; ++i)
+    for (int64_t v = 0; v < NV; ++v) acc[i][v] = _mm512_setzero_ps();
+  for (int64_t q = 0; q < pairs; ++q, a += MR, b += NR) {
+    __m512bh b_row[NV];
+    for (int64_t v = 0; v < NV; ++v)
+      b_row[v] = std::bit_cast<__m512bh>(_mm512_loadu_si512(b + v * kLanes));
+#pragma GCC unroll 16
+    for (int64_t i = 0; i < MR; ++i) {
+      const auto a_pair = std::bit_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(a[i])));
+#pragma GCC unroll 4
+      for (int64_t v = 0; v < NV; ++v) acc[i][v] = _mm512_dpbf16_ps(acc[i][v], a_pair, b_row[v]);
+    }
+  }
+  Vec sums[MR][NV];
+  for (int64_t i = 0; i < MR; ++i)
+    for (int64_t v = 0; v < NV; ++v) sums[i][v] = std::bit_cast<Vec>(acc[i][v]);
+  store_tile(sums, c, ldc, mr, nr, add);
+}
+// [/snippet]
+
+// The bfloat16 arithmetic of the packed path: slivers of pairs, two steps in k a word.
+struct BFloat16Tiles {
+  using Packed = uint32_t;
+  static int64_t steps(int64_t kc) { return ceil_div(kc, 2); }
+  template <int64_t W>
+  static void pack(const View& v, int64_t r0, int64_t r1, int64_t c0, int64_t c1, uint32_t* dst) {
+    pack_pairs<W>(v, r0, r1, c0, c1, dst);
+  }
+  static void multiply(int64_t kc, const uint32_t* a, const uint32_t* b, float* c, int64_t ldc,
+                       int64_t mr, int64_t nr, bool add) {
+    micro_kernel_bf16(steps(kc), a, b, c, ldc, mr, nr, add);
+  }
+};
+#endif
 
 // A rectangle of C: rows [i0, i1), columns [j0, j1).
 struct Region {
@@ -206,33 +308,38 @@ struct Region {
 
 // One thread's part of C, with the loops of the scheme above, outermost first:
 // B panels (NC columns), blocks of K (KC), A blocks (MC rows), B slivers (NR), A slivers (MR).
+// Tiles is the arithmetic: Float32Tiles, or BFloat16Tiles when products are opted into
+// bfloat16.
+template <typename Tiles>
 void compute_region(const GemmArgs& args, const View& op_a, const View& op_b_t, int64_t ldc,
                     int64_t k_blocks, const Region& region) {
+  using Packed = typename Tiles::Packed;
+  static_assert(sizeof(Packed) == sizeof(float), "a packed step is a float's size");
   thread_local PackBuffer a_buffer, b_buffer;
   const int64_t max_kc = ceil_div(args.k, k_blocks);
   // Sized for the largest block this region needs, padded to whole slivers.
   const int64_t a_rows = ceil_div(std::min(MC, region.i1 - region.i0), MR) * MR;
   const int64_t b_cols = ceil_div(std::min(NC, region.j1 - region.j0), NR) * NR;
-  float* a_pack = a_buffer.get(a_rows * max_kc);
-  float* b_pack = b_buffer.get(b_cols * max_kc);
+  auto* a_pack = reinterpret_cast<Packed*>(a_buffer.get(a_rows * max_kc));
+  auto* b_pack = reinterpret_cast<Packed*>(b_buffer.get(b_cols * max_kc));
 
   for (int64_t jc = region.j0; jc < region.j1; jc += NC) {
     const int64_t jc_end = std::min(jc + NC, region.j1);
     for (int64_t kb = 0; kb < k_blocks; ++kb) {
       // Equal blocks of K (640 = 214 + 213 + 213, not 256 + 256 + 128), fixed by K alone.
       const int64_t p0 = args.k * kb / k_blocks, p1 = args.k * (kb + 1) / k_blocks;
-      const int64_t kc = p1 - p0;
+      const int64_t kc = p1 - p0, steps = Tiles::steps(kc);
       const bool add = args.accumulate || kb > 0;  // later blocks of K add to the partial sum
-      pack_slivers<NR>(op_b_t, jc, jc_end, p0, p1, b_pack);
+      Tiles::template pack<NR>(op_b_t, jc, jc_end, p0, p1, b_pack);
       for (int64_t ic = region.i0; ic < region.i1; ic += MC) {
         const int64_t ic_end = std::min(ic + MC, region.i1);
-        pack_slivers<MR>(op_a, ic, ic_end, p0, p1, a_pack);
+        Tiles::template pack<MR>(op_a, ic, ic_end, p0, p1, a_pack);
         for (int64_t j = jc; j < jc_end; j += NR) {
-          const float* b_sliver = b_pack + (j - jc) * kc;
+          const Packed* b_sliver = b_pack + (j - jc) * steps;
           for (int64_t i = ic; i < ic_end; i += MR) {
-            const float* a_sliver = a_pack + (i - ic) * kc;
-            micro_kernel(kc, a_sliver, b_sliver, args.c + i * ldc + j, ldc,
-                         std::min(MR, ic_end - i), std::min(NR, jc_end - j), add);
+            const Packed* a_sliver = a_pack + (i - ic) * steps;
+            Tiles::multiply(kc, a_sliver, b_sliver, args.c + i * ldc + j, ldc,
+                            std::min(MR, ic_end - i), std::min(NR, jc_end - j), add);
           }
         }
       }
@@ -413,6 +520,7 @@ void gemm_blocked(const GemmArgs& args) {
   const int threads = m * n * k >= kParallelWork ? concurrent_threads() : 1;
   const int64_t row_slivers = ceil_div(m, MR), col_slivers = ceil_div(n, NR);
   const bool split_rows = row_slivers >= col_slivers;
+  [[maybe_unused]] const bool bfloat16 = gemm_precision() == GemmPrecision::BFloat16;
 
   run_parts(threads, [&](int t) {
     // Part t gets slivers [S t / T, S (t + 1) / T): sizes differ by at most one sliver.
@@ -424,8 +532,11 @@ void gemm_blocked(const GemmArgs& args) {
       region.j0 = NR * (col_slivers * t / threads);
       region.j1 = std::min(n, NR * (col_slivers * (t + 1) / threads));
     }
-    if (region.i0 < region.i1 && region.j0 < region.j1)
-      compute_region(args, op_a, op_b_t, ld.c, k_blocks, region);
+    if (region.i0 >= region.i1 || region.j0 >= region.j1) return;
+#if defined(__AVX512BF16__) && defined(__AVX512F__)
+    if (bfloat16) return compute_region<BFloat16Tiles>(args, op_a, op_b_t, ld.c, k_blocks, region);
+#endif
+    compute_region<Float32Tiles>(args, op_a, op_b_t, ld.c, k_blocks, region);
   });
 }
 

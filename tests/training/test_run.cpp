@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "autograd/kernels/gemm.h"
+#include "autograd/kernels/parallel.h"
 #include "tests/support/program.h"
 #include "tests/support/temp_dir.h"
 #include "training/resume.h"
@@ -321,4 +324,36 @@ TEST_CASE("a language-model run checks perplexity, samples for its page, and res
   steps_until(run, 20);
   CHECK(run.losses() == straight.losses());
   CHECK(run.page().samples.size() == 3);
+}
+
+TEST_CASE("a run with bfloat16 products trains, the same at any thread count, or is refused",
+          "[training][run][threads]") {
+  TempDir dir("run_bfloat16");
+  const auto losses = [&](bool bfloat16, int threads) {
+    RunConfig config;
+    config.task = Task::Copy;
+    config.d_model = 64;  // products large enough to be packed, so bfloat16 changes them
+    config.steps = 4;
+    config.warmup = 2;
+    config.seed = 5;
+    config.snapshots = 0;
+    config.threads = threads;
+    config.bfloat16 = bfloat16;
+    config.save = dir.file("model.safetensors");
+    Run run(config);
+    steps_until(run, 4);
+    return run.losses();
+  };
+  if (!kernels::have_bfloat16()) {
+    REQUIRE_THROWS_WITH(losses(true, 1), Catch::Contains("AVX512-BF16"));
+    return;
+  }
+  const std::vector<float> float32 = losses(false, 1), bfloat16 = losses(true, 1);
+  CHECK(bfloat16 != float32);
+  CHECK(std::abs(bfloat16.back() - float32.back()) < 0.02f * float32.back());
+  CHECK(losses(true, 3) == bfloat16);
+  CHECK(kernels::gemm_precision() == kernels::GemmPrecision::BFloat16);  // process-wide
+  CHECK(losses(false, 2) == float32);  // and a float32 run sets it back
+  CHECK(kernels::gemm_precision() == kernels::GemmPrecision::Float32);
+  kernels::set_num_threads(0);
 }
