@@ -8,9 +8,10 @@
 // op by op, from the tape, and shows why a small model runs far below that speed: its work
 // comes in pieces too small for the machine (attention's per-head products, passes over
 // memory, hand-offs to a second thread), while the tape's own bookkeeping costs almost
-// nothing. README.md is the text that walks through this file. Every claim is checked; a
-// failed check makes the program exit with 1. Timings depend on the machine and on what else
-// runs on it; the checks claim only what survives a busy machine.
+// nothing. Section 5, in bfloat16.cpp, multiplies in bfloat16 and trains with it. README.md
+// is the text that walks through these files. Every claim is checked; a failed check makes
+// the program exit with 1. Timings depend on the machine and on what else runs on it; the
+// checks claim only what survives a busy machine.
 //
 // main(), at the end, is the table of contents: it calls the sections in the order of
 // README.md, and they are defined above it in the same order.
@@ -45,6 +46,7 @@
 #include "autograd/tensor.h"
 #include "data/batch.h"
 #include "data/tasks.h"
+#include "lessons/11_making_it_fast/bfloat16.h"
 #include "lessons/lesson.h"
 #include "models/flops.h"
 #include "models/transformer.h"
@@ -1008,6 +1010,12 @@ int main(int argc, char** argv) {
     below_gemm_speed(flags.seed, profiles, large_gemm, gemm.size, model_threads * peak.one_thread,
                      model_threads, flags.out(), check);
     parallel_loops(flags.quick, flags.seed, threads, check);
+    kernels::set_num_threads(model_threads);
+    bfloat16_products({.quick = flags.quick,
+                       .seed = flags.seed,
+                       .threads = model_threads,
+                       .out_dir = flags.out()},
+                      check);
     fmt::print("\n  total time {:.1f} s\n", seconds_since(start));
   } catch (const std::exception& e) {
     fmt::print("\nlesson 11: stopped by an exception: {}\n", e.what());
