@@ -45,7 +45,7 @@ constexpr std::string_view kUsage =
     "  {\"workload\":\"attn-scaling\",\"layer\":\"self-attention\",\"n\":64,\"ms_per_step\":...}\n"
     "  layers: self-attention (8 heads), recurrent (GRU), convolution (kernel 3)\n"
     "  --smoke    n = 64 and 128, one timed run each (for CI, about a second)\n"
-    "  --bf16     the weights' large products in bfloat16 (needs AVX512-BF16; lesson 11)\n"
+    "  --bf16     the large matrix products in bfloat16 (needs AVX512-BF16; lesson 11)\n"
     "  --max-n    the longest sequence (default 2048)\n";
 
 constexpr int64_t kWidth = 512;

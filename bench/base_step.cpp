@@ -39,7 +39,7 @@ constexpr std::string_view kUsage =
     "   \"gflop_per_step\":...,\"gflops\":...,\"peak_gflops\":...,\"fraction_of_peak\":...,\n"
     "   \"params\":...,\"threads\":...}\n"
     "  --smoke    one step on batch 2, length 8 (for CI, about a second)\n"
-    "  --bf16     the weights' large products in bfloat16 (needs AVX512-BF16; lesson 11)\n"
+    "  --bf16     the large matrix products in bfloat16 (needs AVX512-BF16; lesson 11)\n"
     "  --steps    timed steps after 2 warm-up steps (default 5)\n";
 
 struct Shapes {

@@ -32,7 +32,7 @@ struct CommonOptions {
   bool smoke = false;  // tiny step counts, for CI: the program runs in a second or two
   int threads = 2;     // bench/README.md: every workload on two threads
   uint64_t seed = 1;
-  bool bfloat16 = false;  // --bf16: the weights' products in bfloat16 (autograd/kernels/gemm.h)
+  bool bfloat16 = false;  // --bf16: large products in bfloat16 (autograd/kernels/gemm.h)
 };
 
 // ids [rows, cols], uniform over the content ids [kNumSpecial, vocab), so no pad appears.

@@ -54,7 +54,7 @@ constexpr std::string_view kUsage =
     "  --workload   which one (default all; run them one per process for a clean peak RSS)\n"
     "  --smoke      a few steps of each, copy-base on batch 8 (for CI, about a second)\n"
     "  --threads    threads (default 2)\n"
-    "  --bf16       the weights' large products in bfloat16 (needs AVX512-BF16; lesson 11)\n"
+    "  --bf16       the large matrix products in bfloat16 (needs AVX512-BF16; lesson 11)\n"
     "  --max-steps  copy-tiny gives up after this many steps (default 3000)\n";
 
 constexpr int64_t kVocab = 11;       // 0 pad, 1 start, 2..10 content

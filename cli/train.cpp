@@ -139,7 +139,7 @@ void add_run_flags(CLI::App& t, RunConfig& c, const CLI::Validator& seed, const 
       ->default_str("1");
   t.add_option("--threads", c.threads, threads)->capture_default_str();
   t.add_flag("--bf16", c.bfloat16,
-             "Multiply the weights' large products in bfloat16 with float32 sums, up to twice as "
+             "Multiply the large matrix products in bfloat16 with float32 sums, up to twice as "
              "fast on a CPU with AVX512-BF16 (lesson 11, part 6); not kept in the training "
              "state: give it again with --resume");
   add_setting(t, "--save", c.save,

@@ -262,8 +262,7 @@ Run::Run(const RunConfig& config) : asked_(config) {
   }
   validate(settings_);
   if (settings_.threads > 0) kernels::set_num_threads(settings_.threads);
-  kernels::set_gemm_precision(settings_.bfloat16 ? kernels::GemmPrecision::BFloat16
-                                                 : kernels::GemmPrecision::Float32);
+  use_precision();
   // The order of the random streams (run.h).
   Rng rng(settings_.seed);
   make_model(resumed, rng);
@@ -379,7 +378,13 @@ RunPosition Run::current_position() {
   return {batches_->position(), checks_->fresh_stream().state(), nn::random_states(model())};
 }
 
+void Run::use_precision() const {
+  kernels::set_gemm_precision(settings_.bfloat16 ? kernels::GemmPrecision::BFloat16
+                                                 : kernels::GemmPrecision::Float32);
+}
+
 StepReport Run::step() {
+  use_precision();  // another Run of the program may have set its own since
   const auto start = Clock::now();
   const double checking_before = checking_seconds_;
   StepReport report;

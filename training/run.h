@@ -135,6 +135,7 @@ class Run {
   int64_t sequences() const { return sequences_; }
 
  private:
+  void use_precision() const;  // the kernels' precision, process-wide, from settings_
   void make_model(const std::optional<TrainState>& resumed, Rng& rng);
   void plan_steps_for_minutes();
   void continue_from(const TrainState& state);

@@ -63,8 +63,9 @@ struct RunConfig {
   int64_t eval_count = 100;           // sequences decoded by each check
   int64_t snapshots = 25;             // attention snapshots for the run's page; 0: none
   int threads = 0;                    // 0: kernels::num_threads()
-  // The weights' products in bfloat16 (kernels/gemm.h), process-wide like threads; not kept in
-  // the training state, so a resumed run takes it from its own config.
+  // The large matrix products in bfloat16 (kernels/gemm.h). The precision is process-wide: a
+  // Run sets it from this when it starts and before each step, so two Runs of a program may
+  // differ in it. Not kept in the training state: a resumed run takes it from its own config.
   bool bfloat16 = false;
   std::optional<std::string> save;  // out/model.safetensors; resuming: the file resumed
   int64_t save_every = 0;           // also save every N steps; 0: at the end only

@@ -58,13 +58,14 @@ GemmBackend gemm_backend();
 std::string_view to_string(GemmBackend backend);
 
 // The precision of the operands of the blocked kernel's packed products: those of more than
-// 2^16 multiply-adds, and of more than 64 rows when B is stored transposed (the weights'
-// products in training). Float32 by
-// default. BFloat16 rounds both operands to bfloat16 (8 significant bits, float32's exponent
-// range) as it packs them and sums their products in float32: twice the multiply-adds per
-// instruction where the CPU has AVX512-BF16. Small products (a head's attention, decoding's
-// few rows) and the naive and BLAS backends stay float32. Process-wide, like the backend;
-// results stay the same for any thread count.
+// 2^16 multiply-adds, and of more than 64 rows when B is stored transposed (in training, the
+// weights' products above all). Float32 by default. BFloat16 rounds both operands to bfloat16
+// (8 significant bits, float32's exponent range) as it packs them and sums their products in
+// float32, treating subnormal numbers as 0: twice the multiply-adds per instruction where the
+// CPU has AVX512-BF16. Smaller products (a head's attention over short sequences, decoding's
+// few rows) and the naive and BLAS backends stay float32, so in bfloat16 a row of C depends on
+// how many rows were multiplied with it. Process-wide, like the backend; results stay the same
+// for any thread count.
 enum class GemmPrecision { Float32, BFloat16 };
 // Whether this build can multiply in bfloat16: compiled for a CPU with AVX512-BF16.
 bool have_bfloat16();
@@ -72,8 +73,7 @@ void set_gemm_precision(GemmPrecision precision);  // throws std::invalid_argume
 GemmPrecision gemm_precision();
 std::string_view to_string(GemmPrecision precision);
 
-// The top 16 bits of x's float32, rounded to nearest, ties to even (as AVX512-BF16's
-// vcvtne2ps2bf16 does): x as a bfloat16. A NaN stays a NaN (its low bits alone could round it
+// The top 16 bits of x's float32, rounded to nearest, ties to even: x as a bfloat16. A NaN stays a NaN (its low bits alone could round it
 // to infinity).
 inline uint32_t bfloat16_bits(float x) {
   uint32_t bits;

@@ -231,10 +231,11 @@ struct Float32Tiles {
 //
 // bfloat16 is a float32 with the low 16 bits of its mantissa dropped: the same exponent range,
 // 8 significant bits instead of 24. AVX512-BF16's vdpbf16ps multiplies 32 pairs of bfloat16
-// in a 512-bit register by 32 others and adds each two neighbouring products into one of the
-// 16 float32 sums of a third register: 32 multiply-adds an instruction where vfmadd231ps does
-// 16. The product of two bfloat16 is exact in float32, so only the rounding of the operands
-// and of the sums is lost. Written with intrinsics because GCC's vector extension has no
+// in a 512-bit register by 32 others and adds each two neighbouring products, one after the
+// other, into one of the 16 float32 sums of a third register: 32 multiply-adds an instruction
+// where vfmadd231ps does 16. The product of two bfloat16 is exact in float32, so only the
+// rounding of the operands and of the sums is lost (and subnormal numbers, which the
+// instruction treats as 0). Written with intrinsics because GCC's vector extension has no
 // spelling for the pairwise dot product.
 //
 // The packed slivers hold pairs: one 32-bit word per row and pair of steps in k, row r's
@@ -365,9 +366,9 @@ void compute_region(const GemmArgs& args, const View& op_a, const View& op_b_t, 
 //
 // Each element of C is summed in exactly micro_kernel's order: per block of K (the same
 // blocks), p ascending, one multiply-add at a time, the blocks added to C in order (a b and
-// b a round alike). So every path gives the same bits, and a row of C does not depend on how
-// many rows were multiplied with it (decoding one position with the key/value cache gives the
-// numbers the full recomputation gives).
+// b a round alike). So in float32 every path gives the same bits, and a row of C does not
+// depend on how many rows were multiplied with it (decoding one position with the key/value
+// cache gives the numbers the full recomputation gives).
 constexpr int64_t kSmallWork = int64_t{1} << 16;
 // At most this many rows of C, with B stored transposed, take the transposed product. On one
 // core here, [m, 512] x [512, n] with n = 512 and 2048 ran at 105 GFLOP/s against the packed

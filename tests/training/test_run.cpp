@@ -329,6 +329,12 @@ TEST_CASE("a language-model run checks perplexity, samples for its page, and res
 TEST_CASE("a run with bfloat16 products trains, the same at any thread count, or is refused",
           "[training][run][threads]") {
   TempDir dir("run_bfloat16");
+  struct FloatAgain {  // later tests run in float32, even if a Run here throws
+    ~FloatAgain() {
+      kernels::set_gemm_precision(kernels::GemmPrecision::Float32);
+      kernels::set_num_threads(0);
+    }
+  } float_again;
   const auto losses = [&](bool bfloat16, int threads) {
     RunConfig config;
     config.task = Task::Copy;
@@ -355,5 +361,4 @@ TEST_CASE("a run with bfloat16 products trains, the same at any thread count, or
   CHECK(kernels::gemm_precision() == kernels::GemmPrecision::BFloat16);  // process-wide
   CHECK(losses(false, 2) == float32);  // and a float32 run sets it back
   CHECK(kernels::gemm_precision() == kernels::GemmPrecision::Float32);
-  kernels::set_num_threads(0);
 }
