@@ -54,11 +54,12 @@ inline int64_t parse_count(std::string_view program, std::string_view flag, std:
 }
 
 // Parses --smoke, --threads N, --seed N, --bf16 and --help; any other "--name value" pair is handed
-// to extra(name, value), which returns false when it does not know the name. Returns nothing
-// when --help was asked for. Throws std::invalid_argument naming a bad argument.
+// to extra(name, value), which returns false when it does not know the name. A program that
+// cannot honour --bf16 says why in no_bf16_because, and --bf16 is then refused on any CPU.
+// Returns nothing when --help was asked for. Throws std::invalid_argument naming a bad argument.
 template <typename Extra>
 std::optional<CommonOptions> parse_common(int argc, char** argv, std::string_view program,
-                                          Extra&& extra) {
+                                          Extra&& extra, std::string_view no_bf16_because = {}) {
   CommonOptions options;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
@@ -67,6 +68,9 @@ std::optional<CommonOptions> parse_common(int argc, char** argv, std::string_vie
     if (arg == "--smoke") {
       options.smoke = true;
     } else if (arg == "--bf16") {
+      if (!no_bf16_because.empty())
+        throw std::invalid_argument(
+            fmt::format("{}: --bf16 is not offered ({})", program, no_bf16_because));
       options.bfloat16 = true;
     } else if (arg == "--threads" && has_value) {
       options.threads = static_cast<int>(parse_count(program, arg, argv[++i]));

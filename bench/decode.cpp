@@ -77,19 +77,17 @@ void print_result(const Run& run, int64_t tokens, double floor_seconds, const be
 int main(int argc, char** argv) {
   bench::CommonOptions options;
   try {
+    // Cached decoding multiplies a few rows at a time, which stay float32, while the full
+    // recomputation's large products would not: the two would no longer give the same tokens.
     const auto parsed = bench::parse_common(
-        argc, argv, "decode", [](std::string_view, std::string_view) { return false; });
+        argc, argv, "decode", [](std::string_view, std::string_view) { return false; },
+        "cached decoding's few-row products stay float32, so it could not be checked against "
+        "the full recomputation");
     if (!parsed) {
       fmt::print("{}", kUsage);
       return 0;
     }
     options = *parsed;
-    // Cached decoding multiplies a few rows at a time, which stay float32, while the full
-    // recomputation's large products would not: the two would no longer give the same tokens.
-    if (options.bfloat16)
-      throw std::invalid_argument(
-          "decode: --bf16 is not offered (cached decoding's few-row products stay float32, so "
-          "it could not be checked against the full recomputation)");
   } catch (const std::exception& e) {
     fmt::print(stderr, "{}\n{}", e.what(), kUsage);
     return 2;
