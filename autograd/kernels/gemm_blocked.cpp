@@ -43,7 +43,7 @@
 #include <cstdint>
 #include <new>
 
-#if defined(__AVX512BF16__) && defined(__AVX512F__)
+#if defined(__AVX512F__)
 #include <immintrin.h>
 #endif
 
@@ -118,23 +118,46 @@ struct View {
   int64_t row_stride, col_stride;
 };
 
+// Stores the first `lanes` floats of v at dst, or adds them to what dst holds. With AVX-512
+// a mask keeps the other lanes out of memory, so a ragged edge (11 keys of a 16-lane
+// register) takes one store, not 11; elsewhere a whole register is stored at once and a
+// ragged one a float at a time. Either way each float is the same sum.
+inline void store_lanes(float* dst, const Vec& v, int64_t lanes, bool add) {
+#if defined(__AVX512F__)
+  const auto mask = static_cast<__mmask16>((1u << lanes) - 1);
+  const __m512 sum = add ? _mm512_add_ps(_mm512_maskz_loadu_ps(mask, dst), v) : __m512(v);
+  _mm512_mask_storeu_ps(dst, mask, sum);
+#else
+  if (lanes == kLanes) {
+    auto* whole = reinterpret_cast<UnalignedVec*>(dst);
+    *whole = add ? *whole + v : v;
+    return;
+  }
+  for (int64_t l = 0; l < lanes; ++l) dst[l] = add ? dst[l] + v[l] : v[l];
+#endif
+}
+
 // Copies rows [0, rows) x columns [0, cols / kLanes * kLanes) of src (element (r, c) at
-// src[r * row_stride + c]) transposed, to dst[c * rows + r], for rows a multiple of kLanes:
-// square blocks of kLanes x kLanes are loaded a row to a register, transposed in registers
-// (simd.h) and stored a column to a register. Copied a float at a time, this transpose took
-// most of the time of a 16-row product with a Linear's weight, whose [out, in] rows are the
-// columns of op(B). Returns the columns it copied.
+// src[r * row_stride + c]) transposed, to dst[c * dst_rows + r], with zeros for the rows from
+// `rows` to dst_rows (dst_rows >= rows: the padding of a sliver, or of a row of vectors):
+// square blocks of kLanes x kLanes are loaded a row to a register (zeros past `rows`),
+// transposed in registers (simd.h) and stored a column to a register, or to its first
+// dst_rows lanes when a column is shorter (a sliver of 8 rows with 16 lanes). Copied a float
+// at a time, this transpose took most of the time of a 16-row product with a Linear's weight,
+// whose [out, in] rows are the columns of op(B), and much of a small model's training step
+// went to packing the 8-row slivers of op(A) that way. Returns the columns it copied.
 int64_t copy_transposed(const float* src, int64_t row_stride, int64_t rows, int64_t cols,
-                        float* dst) {
+                        float* dst, int64_t dst_rows) {
   int64_t c = 0;
   for (; c + kLanes <= cols; c += kLanes)
-    for (int64_t r0 = 0; r0 < rows; r0 += kLanes) {
-      Vec block[kLanes];
-      for (int64_t i = 0; i < kLanes; ++i)
+    for (int64_t r0 = 0; r0 < dst_rows; r0 += kLanes) {
+      Vec block[kLanes] = {};
+      for (int64_t i = 0; i < std::min(kLanes, rows - r0); ++i)
         block[i] = *reinterpret_cast<const UnalignedVec*>(src + (r0 + i) * row_stride + c);
       transpose(block);
+      const int64_t lanes = std::min(kLanes, dst_rows - r0);
       for (int64_t i = 0; i < kLanes; ++i)
-        *reinterpret_cast<UnalignedVec*>(dst + (c + i) * rows + r0) = block[i];
+        store_lanes(dst + (c + i) * dst_rows + r0, block[i], lanes, false);
     }
   return c;
 }
@@ -155,14 +178,13 @@ void pack_slivers(const View& v, int64_t r0, int64_t r1, int64_t c0, int64_t c1,
         for (int64_t r = rows; r < W; ++r) dst[c * W + r] = 0.0f;
       }
     } else {
-      int64_t done = 0;  // columns packed by whole blocks
-      if (W % kLanes == 0 && rows == W && v.col_stride == 1)
-        done = copy_transposed(src, v.row_stride, W, cols, dst);
+      int64_t done = 0;  // columns packed by whole blocks, zeros included
+      if (v.col_stride == 1) done = copy_transposed(src, v.row_stride, rows, cols, dst, W);
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t c = done; c < cols; ++c)
           dst[c * W + r] = src[r * v.row_stride + c * v.col_stride];
       for (int64_t r = rows; r < W; ++r)
-        for (int64_t c = 0; c < cols; ++c) dst[c * W + r] = 0.0f;
+        for (int64_t c = done; c < cols; ++c) dst[c * W + r] = 0.0f;
     }
   }
 }
@@ -170,20 +192,9 @@ void pack_slivers(const View& v, int64_t r0, int64_t r1, int64_t c0, int64_t c1,
 // Stores an MR x NR tile of sums into C[0:mr, 0:nr], adding to what C holds when add is set.
 inline void store_tile(const Vec (&acc)[MR][NV], float* __restrict c, int64_t ldc, int64_t mr,
                        int64_t nr, bool add) {
-  if (mr == MR && nr == NR) {  // a full tile: whole registers to and from C
-    for (int64_t i = 0; i < MR; ++i)
-      for (int64_t v = 0; v < NV; ++v) {
-        auto* c_iv = reinterpret_cast<UnalignedVec*>(c + i * ldc + v * kLanes);
-        *c_iv = add ? *c_iv + acc[i][v] : acc[i][v];
-      }
-    return;
-  }
-  for (int64_t i = 0; i < mr; ++i)  // an edge tile: only the part inside C
-    for (int64_t j = 0; j < nr; ++j) {
-      const float sum = acc[i][j / kLanes][j % kLanes];  // lane j % kLanes of a register
-      float& cij = c[i * ldc + j];
-      cij = add ? cij + sum : sum;
-    }
+  for (int64_t i = 0; i < mr; ++i)  // an edge tile stores only the part inside C
+    for (int64_t v = 0; v < NV && v * kLanes < nr; ++v)
+      store_lanes(c + i * ldc + v * kLanes, acc[i][v], std::min(kLanes, nr - v * kLanes), add);
 }
 
 // C[0:mr, 0:nr] (+)= a b for one packed A sliver a [kc x MR] and B sliver b [kc x NR].
@@ -393,9 +404,9 @@ VecRows vector_rows(const View& op_b_t, int64_t n, int64_t k, PackBuffer& buffer
   if (op_b_t.row_stride == 1 && n % kLanes == 0) return {op_b_t.data, op_b_t.col_stride};
   const int64_t width = ceil_div(n, kLanes) * kLanes;
   float* rows = buffer.get(k * width);
-  int64_t done = 0;  // rows copied by whole blocks
-  if (n == width && op_b_t.col_stride == 1)
-    done = copy_transposed(op_b_t.data, op_b_t.row_stride, n, k, rows);
+  int64_t done = 0;  // rows copied by whole blocks, zeros included
+  if (op_b_t.col_stride == 1)
+    done = copy_transposed(op_b_t.data, op_b_t.row_stride, n, k, rows, width);
   for (int64_t p = done; p < k; ++p) {
     float* row = rows + p * width;
     for (int64_t j = 0; j < n; ++j)
@@ -405,14 +416,21 @@ VecRows vector_rows(const View& op_b_t, int64_t n, int64_t k, PackBuffer& buffer
   return {rows, width};
 }
 
-// Rows i0 .. i0 + R - 1, vectors v0 .. v0 + V - 1 of C for the block of K [p0, p0 + kc): R x V
-// accumulators, R V independent chains so that the FMA latency is hidden. Each step in p reads
-// R floats of op(A) once for all V vectors of op(B). With 4 lanes (WebAssembly) a head's row of
-// 11 keys is 3 vectors; there this path took 15% of the copy task's training (node --cpu-prof),
-// and reading A once for two vectors, not once for each, made a step about 5% faster.
+// Rows i0 .. i0 + rows - 1 (rows <= R), vectors v0 .. v0 + V - 1 of C for the block of K
+// [p0, p0 + kc): R x V accumulators, R V independent chains so that the FMA latency is hidden.
+// Each step in p reads R floats of op(A) once for all V vectors of op(B). A tile of fewer
+// than R rows (the last of a head's 11 queries: 8 + 3) still runs R chains, its last row
+// read again for the missing ones and not stored: a row on its own would be one chain, which
+// waits out each FMA's latency (4 cycles) before the next can start. With 4 lanes
+// (WebAssembly) a head's row of 11 keys is 3 vectors; there this path took 15% of the copy
+// task's training (node --cpu-prof), and reading A once for two vectors, not once for each,
+// made a step about 5% faster.
 template <int64_t R, int64_t V>
-void small_tile(const View& op_a, int64_t i0, int64_t v0, int64_t p0, int64_t kc,
+void small_tile(const View& op_a, int64_t i0, int64_t rows, int64_t v0, int64_t p0, int64_t kc,
                 const VecRows& op_b, float* c, int64_t ldc, int64_t n, bool add) {
+  const float* a_rows[R];
+  for (int64_t r = 0; r < R; ++r)
+    a_rows[r] = op_a.data + (i0 + std::min(r, rows - 1)) * op_a.row_stride;
   Vec acc[R][V] = {};
   for (int64_t p = p0; p < p0 + kc; ++p) {
     const float* b = op_b.data + p * op_b.stride + v0 * kLanes;
@@ -421,42 +439,38 @@ void small_tile(const View& op_a, int64_t i0, int64_t v0, int64_t p0, int64_t kc
       b_vecs[v] = *reinterpret_cast<const UnalignedVec*>(b + v * kLanes);
 #pragma GCC unroll 8
     for (int64_t r = 0; r < R; ++r) {
-      const float a = op_a.data[(i0 + r) * op_a.row_stride + p * op_a.col_stride];
+      const float a = a_rows[r][p * op_a.col_stride];
 #pragma GCC unroll 2
       for (int64_t v = 0; v < V; ++v) acc[r][v] += a * b_vecs[v];
     }
   }
-  for (int64_t v = 0; v < V; ++v) {
-    const int64_t first = (v0 + v) * kLanes, lanes = std::min(kLanes, n - first);
-    for (int64_t r = 0; r < R; ++r)
-      for (int64_t l = 0; l < lanes; ++l) {
-        float& cij = c[(i0 + r) * ldc + first + l];
-        cij = add ? cij + acc[r][v][l] : acc[r][v][l];
-      }
-  }
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t v = 0; v < V; ++v) {
+      const int64_t first = (v0 + v) * kLanes;
+      store_lanes(c + (i0 + r) * ldc + first, acc[r][v], std::min(kLanes, n - first), add);
+    }
 }
 
-// Rows i0 .. i0 + R - 1 of C, block of K after block, two vectors at a time.
+// Rows i0 .. i0 + rows - 1 of C (rows <= R), block of K after block, two vectors at a time.
 template <int64_t R>
-void small_rows(const View& op_a, int64_t i0, const VecRows& op_b, int64_t n, int64_t k,
-                int64_t k_blocks, float* c, int64_t ldc, bool accumulate) {
+void small_rows(const View& op_a, int64_t i0, int64_t rows, const VecRows& op_b, int64_t n,
+                int64_t k, int64_t k_blocks, float* c, int64_t ldc, bool accumulate) {
   const int64_t vecs = ceil_div(n, kLanes);
   for (int64_t kb = 0; kb < k_blocks; ++kb) {
     const int64_t p0 = k * kb / k_blocks, kc = k * (kb + 1) / k_blocks - p0;
     const bool add = accumulate || kb > 0;  // later blocks of K add to the partial sum
     int64_t v = 0;
-    for (; v + 2 <= vecs; v += 2) small_tile<R, 2>(op_a, i0, v, p0, kc, op_b, c, ldc, n, add);
-    if (v < vecs) small_tile<R, 1>(op_a, i0, v, p0, kc, op_b, c, ldc, n, add);
+    for (; v + 2 <= vecs; v += 2) small_tile<R, 2>(op_a, i0, rows, v, p0, kc, op_b, c, ldc, n, add);
+    if (v < vecs) small_tile<R, 1>(op_a, i0, rows, v, p0, kc, op_b, c, ldc, n, add);
   }
 }
 
-// Rows [i0, i1) of C (+)= op(A) op(B).
+// Rows [i0, i1) of C (+)= op(A) op(B), kSmallRows at a time.
 void small_product(const View& op_a, int64_t i0, int64_t i1, const VecRows& op_b, int64_t n,
                    int64_t k, int64_t k_blocks, float* c, int64_t ldc, bool accumulate) {
-  int64_t i = i0;
-  for (; i + kSmallRows <= i1; i += kSmallRows)
-    small_rows<kSmallRows>(op_a, i, op_b, n, k, k_blocks, c, ldc, accumulate);
-  for (; i < i1; ++i) small_rows<1>(op_a, i, op_b, n, k, k_blocks, c, ldc, accumulate);
+  for (int64_t i = i0; i < i1; i += kSmallRows)
+    small_rows<kSmallRows>(op_a, i, std::min(kSmallRows, i1 - i), op_b, n, k, k_blocks, c, ldc,
+                           accumulate);
 }
 
 // C^T [n, m] = op(B)^T op(A)^T, the rows of C^T (columns of C) cut into one part per thread.

@@ -9,6 +9,7 @@
 //   dL/dx = r * (gx - mean(gx) - xhat * mean(gx * xhat))
 // The last line is the chain rule through mu and var, which both depend on every x_i of
 // the row; it needs only xhat and r, so forward keeps mu and r per row (2 floats a row).
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -19,6 +20,67 @@
 #include "autograd/ops.h"
 
 namespace gf {
+
+namespace {
+
+// Backward, with the formulas above, from the mu and r per row that forward kept in stats.
+Grads layer_norm_backward(const Tensor& grad_y, const Tensor& x, const Tensor& weight,
+                          const std::vector<float>& stats, int64_t rows, int64_t d) {
+  Tensor grad_x = Tensor::empty(x.shape());
+  Tensor grad_w = Tensor::zeros(weight.shape());
+  Tensor grad_b = Tensor::zeros(weight.shape());
+  const float* g = grad_y.data();
+  const float* x_data = x.data();
+  const float* w_data = weight.data();
+  const float* mu_r = stats.data();
+  float* gx = grad_x.data();
+  float* gw = grad_w.data();
+  float* gb = grad_b.data();
+  const float mean_scale = 1.0f / static_cast<float>(d);
+  // dL/dx, row by row: each row needs only its own numbers, so the threads split the rows.
+  kernels::parallel_for(rows, 12 * d, [&](int64_t begin, int64_t end) {
+    std::vector<float> xhat(static_cast<size_t>(d)), gxhat(static_cast<size_t>(d));
+    for (int64_t row = begin; row < end; ++row) {
+      const float* xr = x_data + row * d;
+      const float* gr = g + row * d;
+      const float mu = mu_r[2 * row], r = mu_r[2 * row + 1];
+      for (int64_t i = 0; i < d; ++i) {
+        const auto k = static_cast<size_t>(i);
+        xhat[k] = (xr[i] - mu) * r;
+        gxhat[k] = gr[i] * w_data[i];
+      }
+      const float mean_g = kernels::sum(gxhat.data(), d) * mean_scale;
+      const float mean_gx = kernels::dot(gxhat.data(), xhat.data(), d) * mean_scale;
+      float* gxr = gx + row * d;
+      for (int64_t i = 0; i < d; ++i) {
+        const auto k = static_cast<size_t>(i);
+        gxr[i] = r * (gxhat[k] - mean_g - xhat[k] * mean_gx);
+      }
+    }
+  });
+  // dL/dw and dL/db sum over all rows. Every column is summed in row order, by one thread:
+  // the threads split the columns (a cache line of them at a time), not the rows, so the bits
+  // do not depend on the thread count. (When all of backward ran on one thread, it took most
+  // of a small model's layer_norm time: lesson 11, part 4.)
+  constexpr int64_t kColumns = 16;
+  const int64_t groups = (d + kColumns - 1) / kColumns;
+  kernels::parallel_for(groups, rows * kColumns * 4, [&](int64_t begin, int64_t end) {
+    const int64_t c0 = begin * kColumns, c1 = std::min(d, end * kColumns);
+    for (int64_t row = 0; row < rows; ++row) {
+      const float* xr = x_data + row * d;
+      const float* gr = g + row * d;
+      const float mu = mu_r[2 * row], r = mu_r[2 * row + 1];
+      for (int64_t i = c0; i < c1; ++i) {
+        const float xhat = (xr[i] - mu) * r;
+        gw[i] += gr[i] * xhat;
+        gb[i] += gr[i];
+      }
+    }
+  });
+  return Grads{grad_x, grad_w, grad_b};
+}
+
+}  // namespace
 
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps) {
   if (x.rank() == 0) throw ShapeError("layer_norm: expects at least one dimension, got []");
@@ -53,39 +115,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, flo
     }
   });
   record(y, "layer_norm", {x, weight, bias}, [x, weight, stats, rows, d](const Tensor& grad_y) {
-    Tensor grad_x = Tensor::empty(x.shape());
-    Tensor grad_w = Tensor::zeros(weight.shape());
-    Tensor grad_b = Tensor::zeros(weight.shape());
-    const float* g = grad_y.data();
-    const float* x_data = x.data();
-    const float* w_data = weight.data();
-    const float* mu_r = stats->data();
-    float* gx = grad_x.data();
-    float* gw = grad_w.data();
-    float* gb = grad_b.data();
-    const float mean_scale = 1.0f / static_cast<float>(d);
-    std::vector<float> xhat(static_cast<size_t>(d)), gxhat(static_cast<size_t>(d));
-    // Serial over rows: dL/dw and dL/db sum over all rows, and a fixed order keeps the bits.
-    for (int64_t row = 0; row < rows; ++row) {
-      const float* xr = x_data + row * d;
-      const float* gr = g + row * d;
-      const float mu = mu_r[2 * row], r = mu_r[2 * row + 1];
-      for (int64_t i = 0; i < d; ++i) {
-        const auto k = static_cast<size_t>(i);
-        xhat[k] = (xr[i] - mu) * r;
-        gxhat[k] = gr[i] * w_data[i];
-        gw[i] += gr[i] * xhat[k];
-        gb[i] += gr[i];
-      }
-      const float mean_g = kernels::sum(gxhat.data(), d) * mean_scale;
-      const float mean_gx = kernels::dot(gxhat.data(), xhat.data(), d) * mean_scale;
-      float* gxr = gx + row * d;
-      for (int64_t i = 0; i < d; ++i) {
-        const auto k = static_cast<size_t>(i);
-        gxr[i] = r * (gxhat[k] - mean_g - xhat[k] * mean_gx);
-      }
-    }
-    return Grads{grad_x, grad_w, grad_b};
+    return layer_norm_backward(grad_y, x, weight, *stats, rows, d);
   });
   return y;
 }
