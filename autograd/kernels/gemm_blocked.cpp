@@ -426,16 +426,19 @@ VecRows vector_rows(const View& op_b_t, int64_t n, int64_t k, PackBuffer& buffer
 // task's training (node --cpu-prof), and reading A once for two vectors, not once for each,
 // made a step about 5% faster.
 //
-// `next_rows`, when not null, is where the next R rows of op(A) start (rows contiguous): each
-// step asks the cache for one float of them, the same columns this tile reads, so that the
-// next tile finds its rows in L2. In cached decoding op(A) is a Linear's weight, read once per
-// token and too large for L2; a tile reads 8 rows at 4 bytes a step each, too slowly for the
-// hardware prefetcher, and on an Intel Xeon with 2 threads the product [16, 512] x [512, 2048]
-// read its weight at 10.4-10.9 GB/s without the hint and 14.6-14.9 GB/s with it.
-template <int64_t R, int64_t V>
+// With Prefetch, op(A)'s rows are contiguous and `next_rows` is where the next R rows start:
+// each step asks the cache for one float of them, in the columns this tile reads, so that the
+// next tile finds its rows in L2. This is for cached decoding, where op(A) is a Linear's
+// weight, read once per token and too large for L2: a tile reads 8 of its rows at 4 bytes a
+// step each, a stream too slow for the hardware prefetcher to run ahead of. On an Intel Xeon
+// with 2 threads, [16, 512] x [512, 2048] read its weight at 10.4-10.9 GB/s without the hint
+// and 14.6-14.9 GB/s with it. Elsewhere (a head's queries, in L1 already) it would only cost.
+template <int64_t R, int64_t V, bool Prefetch>
 void small_tile(const View& op_a, int64_t i0, int64_t rows, int64_t v0, int64_t p0, int64_t kc,
                 const VecRows& op_b, float* c, int64_t ldc, int64_t n, bool add,
                 const float* next_rows) {
+  static_assert(R > 0 && (R & (R - 1)) == 0, "p & (R - 1) picks the row to prefetch");
+  const int64_t col_stride = Prefetch ? 1 : op_a.col_stride;
   const float* a_rows[R];
   for (int64_t r = 0; r < R; ++r)
     a_rows[r] = op_a.data + (i0 + std::min(r, rows - 1)) * op_a.row_stride;
@@ -445,10 +448,11 @@ void small_tile(const View& op_a, int64_t i0, int64_t rows, int64_t v0, int64_t 
     Vec b_vecs[V];
     for (int64_t v = 0; v < V; ++v)
       b_vecs[v] = *reinterpret_cast<const UnalignedVec*>(b + v * kLanes);
-    if (next_rows) __builtin_prefetch(next_rows + (p % R) * op_a.row_stride + p, 0, 2);
+    if constexpr (Prefetch)
+      __builtin_prefetch(next_rows + (p & (R - 1)) * op_a.row_stride + p, 0, 2);
 #pragma GCC unroll 8
     for (int64_t r = 0; r < R; ++r) {
-      const float a = a_rows[r][p * op_a.col_stride];
+      const float a = a_rows[r][p * col_stride];
 #pragma GCC unroll 2
       for (int64_t v = 0; v < V; ++v) acc[r][v] += a * b_vecs[v];
     }
@@ -461,30 +465,39 @@ void small_tile(const View& op_a, int64_t i0, int64_t rows, int64_t v0, int64_t 
 }
 
 // Rows i0 .. i0 + rows - 1 of C (rows <= R), block of K after block, two vectors at a time.
-// `more_rows`: R more rows of op(A) follow, for small_tile to prefetch.
-template <int64_t R>
+// `next_rows`: null, or the next R rows of op(A), contiguous, for small_tile to prefetch.
+template <int64_t R, bool Prefetch>
 void small_rows(const View& op_a, int64_t i0, int64_t rows, const VecRows& op_b, int64_t n,
                 int64_t k, int64_t k_blocks, float* c, int64_t ldc, bool accumulate,
-                bool more_rows) {
+                const float* next_rows) {
   const int64_t vecs = ceil_div(n, kLanes);
-  const float* next_rows =
-      more_rows && op_a.col_stride == 1 ? op_a.data + (i0 + R) * op_a.row_stride : nullptr;
   for (int64_t kb = 0; kb < k_blocks; ++kb) {
     const int64_t p0 = k * kb / k_blocks, kc = k * (kb + 1) / k_blocks - p0;
     const bool add = accumulate || kb > 0;  // later blocks of K add to the partial sum
     int64_t v = 0;
     for (; v + 2 <= vecs; v += 2)
-      small_tile<R, 2>(op_a, i0, rows, v, p0, kc, op_b, c, ldc, n, add, next_rows);
-    if (v < vecs) small_tile<R, 1>(op_a, i0, rows, v, p0, kc, op_b, c, ldc, n, add, next_rows);
+      small_tile<R, 2, Prefetch>(op_a, i0, rows, v, p0, kc, op_b, c, ldc, n, add, next_rows);
+    if (v < vecs)
+      small_tile<R, 1, Prefetch>(op_a, i0, rows, v, p0, kc, op_b, c, ldc, n, add, next_rows);
   }
 }
 
-// Rows [i0, i1) of C (+)= op(A) op(B), kSmallRows at a time.
+// Rows [i0, i1) of C (+)= op(A) op(B), kSmallRows at a time. `prefetch`: op(A)'s rows are
+// contiguous, and each group of rows prefetches the next (small_tile says when that pays).
 void small_product(const View& op_a, int64_t i0, int64_t i1, const VecRows& op_b, int64_t n,
-                   int64_t k, int64_t k_blocks, float* c, int64_t ldc, bool accumulate) {
-  for (int64_t i = i0; i < i1; i += kSmallRows)
-    small_rows<kSmallRows>(op_a, i, std::min(kSmallRows, i1 - i), op_b, n, k, k_blocks, c, ldc,
-                           accumulate, i + 2 * kSmallRows <= i1);
+                   int64_t k, int64_t k_blocks, float* c, int64_t ldc, bool accumulate,
+                   bool prefetch = false) {
+  for (int64_t i = i0; i < i1; i += kSmallRows) {
+    const int64_t rows = std::min(kSmallRows, i1 - i);
+    if (prefetch && i + 2 * kSmallRows <= i1) {
+      const float* next_rows = op_a.data + (i + kSmallRows) * op_a.row_stride;
+      small_rows<kSmallRows, true>(op_a, i, rows, op_b, n, k, k_blocks, c, ldc, accumulate,
+                                   next_rows);
+    } else {
+      small_rows<kSmallRows, false>(op_a, i, rows, op_b, n, k, k_blocks, c, ldc, accumulate,
+                                    nullptr);
+    }
+  }
 }
 
 // C^T [n, m] = op(B)^T op(A)^T, the rows of C^T (columns of C) cut into one part per thread.
@@ -510,7 +523,8 @@ void gemm_transposed(const GemmArgs& args, const View& op_a, const View& op_b_t,
         for (int64_t r = 0; r < rows; ++r)
           for (int64_t i = 0; i < m; ++i) chunk[r * m + i] = args.c[i * ldc + j + r];
       const View w_rows{op_b_t.data + j * op_b_t.row_stride, op_b_t.row_stride, op_b_t.col_stride};
-      small_product(w_rows, 0, rows, op_a_t, m, k, k_blocks, chunk, m, args.accumulate);
+      small_product(w_rows, 0, rows, op_a_t, m, k, k_blocks, chunk, m, args.accumulate,
+                    op_b_t.col_stride == 1);
       for (int64_t i = 0; i < m; ++i)
         for (int64_t r = 0; r < rows; ++r) args.c[i * ldc + j + r] = chunk[r * m + i];
     }
