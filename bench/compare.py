@@ -307,7 +307,9 @@ def print_setups(workloads, choices, results, other="PyTorch"):
         return
     print("\nProbes, ms per step (attn-scaling: the sum over its layers and n up to the probe's; "
           "* = chosen; - = stopped at three times the fastest probe's time plus 10 s, or "
-          "failed):\n")
+          "failed). A probe is a shorter run of its own side (OURS_PROBE; workloads.py --probe, "
+          "whose decode probe decodes 16 tokens, not 32): compare the setups of one side, not "
+          "the two sides' probes:\n")
     print("| side | setup | " + " | ".join(probed) + " |")
     print("|---|---|" + "---:|" * len(probed))
     for side in ("ours", "pytorch"):
