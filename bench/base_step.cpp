@@ -37,7 +37,9 @@ constexpr std::string_view kUsage =
     "  8000) on random ids and prints one JSON object:\n"
     "  {\"workload\":\"base-step\",\"ms_per_step\":...,\"tokens_per_s\":...,\"peak_rss_mb\":...,\n"
     "   \"gflop_per_step\":...,\"gflops\":...,\"peak_gflops\":...,\"fraction_of_peak\":...,\n"
-    "   \"params\":...,\"threads\":...}\n"
+    "   \"products_alone_ms\":...,\"products_alone_fraction\":...,\"params\":...,\"threads\":...}\n"
+    "  products_alone: one more step's matrix products, each timed on its own, and the fraction\n"
+    "  of the peak the step would reach if that were all it did (its ceiling with these kernels)\n"
     "  --smoke    one step on batch 2, length 8 (for CI, about a second)\n"
     "  --bf16     the large matrix products in bfloat16 (needs AVX512-BF16; lesson 11)\n"
     "  --steps    timed steps after 2 warm-up steps (default 5)\n";
@@ -118,22 +120,31 @@ int main(int argc, char** argv) {
         static_cast<double>(shapes.batch * shapes.length) / (ms_per_step * 1e-3);
     const double flops =
         gemm_flops_per_step(config, shapes.batch, shapes.length, shapes.length).total();
+    // The step's ceiling: one more step, its products logged and then timed on their own.
+    const double products_alone_ms =
+        1e3 * bench::products_alone_seconds(
+                  [&] {
+                    const data::Batch batch = next_batch();
+                    trainer.step([&] { return training::teacher_forced_loss(model, batch); });
+                  },
+                  flops);
     const bench::Limits limits = bench::measure_limits(options.smoke, false);
     bench::JsonLine line;
     line.add("workload", bench::JsonLine::str("base-step"))
         .add("ms_per_step", ms_per_step, 1)
         .add("tokens_per_s", tokens_per_s, 0);
-    bench::add_efficiency(line, flops, ms_per_step, limits)
+    bench::add_efficiency(line, flops, ms_per_step, limits, products_alone_ms)
         .add("peak_rss_mb", bench::peak_rss_mb(), 1)
         .add("params", model.parameter_count())
         .add("threads", int64_t{options.threads})
         .add("precision", bench::JsonLine::str(to_string(kernels::gemm_precision())))
         .print();
     fmt::print(stderr,
-               "base-step  {:.1f} ms/step  {:.0f} tokens/s  {:.0f}% of the peak ({:.0f} GFLOP/s)  "
-               "peak RSS {:.0f} MB  {} params\n",
+               "base-step  {:.1f} ms/step  {:.0f} tokens/s  {:.0f}% of the peak ({:.0f} GFLOP/s; "
+               "its products alone: {:.0f}%)  peak RSS {:.0f} MB  {} params\n",
                ms_per_step, tokens_per_s,
                100 * flops * 1e-9 / (ms_per_step * 1e-3) / limits.peak_gflops, limits.peak_gflops,
+               100 * flops * 1e-9 / (products_alone_ms * 1e-3) / limits.peak_gflops,
                bench::peak_rss_mb(), model.parameter_count());
   } catch (const std::exception& e) {
     fmt::print(stderr, "base_step: {}\n", e.what());

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "autograd/kernels/gemm.h"
+#include "autograd/kernels/gemm_log.h"
 #include "autograd/kernels/parallel.h"
 #include "autograd/kernels/roofline.h"
 #include "autograd/random.h"
@@ -150,15 +152,45 @@ class JsonLine {
   std::vector<std::pair<std::string, std::string>> fields_;
 };
 
+// The time one training step's products take on their own (autograd/kernels/gemm_log.h): the
+// gemm() calls of `step` (one more training step), logged, then each shape timed alone. Their
+// FLOPs must be the ones models/flops.h counts for the step, `counted_flops`: otherwise one of
+// the two is wrong, and the bench says so rather than print a fraction of the wrong count.
+template <typename Step>
+double products_alone_seconds(Step&& step, double counted_flops) {
+  std::vector<kernels::LoggedGemm> calls;
+  {
+    kernels::GemmLog log;
+    step();
+    calls = log.calls();
+  }
+  double logged_flops = 0;
+  for (const kernels::LoggedGemm& logged : calls) logged_flops += logged.flops();
+  if (std::abs(logged_flops - counted_flops) > 1e-9 * counted_flops)
+    throw std::logic_error(fmt::format(
+        "a step's gemm() calls did {:.6f} GFLOP, models/flops.h counts {:.6f}: one is wrong",
+        logged_flops * 1e-9, counted_flops * 1e-9));
+  return kernels::products_alone_seconds(calls);
+}
+
 // The keys of a training workload's efficiency: the GFLOP of a step's matrix products
-// (models/flops.h), the rate the step's time makes of them, and that rate over the peak.
+// (models/flops.h), the rate the step's time makes of them, and that rate over the peak; then
+// where it was measured, the step's ceiling with these kernels: the time of its products alone
+// (products_alone_seconds) and the fraction of the peak the step would reach in that time.
 inline JsonLine& add_efficiency(JsonLine& line, double flops_per_step, double ms_per_step,
-                                const Limits& limits) {
-  const double gflops = flops_per_step * 1e-9 / (ms_per_step * 1e-3);
-  return line.add("gflop_per_step", flops_per_step * 1e-9, 4)
-      .add("gflops", gflops, 1)
+                                const Limits& limits,
+                                std::optional<double> products_alone_ms = std::nullopt) {
+  const auto fraction_of_peak = [&](double ms) {
+    return flops_per_step * 1e-9 / (ms * 1e-3) / limits.peak_gflops;
+  };
+  line.add("gflop_per_step", flops_per_step * 1e-9, 4)
+      .add("gflops", flops_per_step * 1e-9 / (ms_per_step * 1e-3), 1)
       .add("peak_gflops", limits.peak_gflops, 1)
-      .add("fraction_of_peak", gflops / limits.peak_gflops, 3);
+      .add("fraction_of_peak", fraction_of_peak(ms_per_step), 3);
+  if (products_alone_ms)
+    line.add("products_alone_ms", *products_alone_ms, 2)
+        .add("products_alone_fraction", fraction_of_peak(*products_alone_ms), 3);
+  return line;
 }
 
 }  // namespace gf::bench

@@ -14,7 +14,9 @@ spread shows by how much. Beside the times it gives each side's distance from th
 limit, measured by our program in the same round (autograd/kernels/roofline.h): the matrix
 products' GFLOP/s as a fraction of the FMA peak for training (both sides do the same products,
 counted by models/flops.h), and for decoding the time over its floor (its products at the peak
-and its reads of weights and cache at the memory bandwidth).
+and its reads of weights and cache at the memory bandwidth). For our training steps it also
+gives a ceiling below the peak: the fraction a step would reach with its products alone, each
+shape timed on its own (autograd/kernels/gemm_log.h).
 
 --ab runs two builds of ours against each other in the same alternation, both with --threads
 N and no probes: the before-and-after measurement of a change.
@@ -95,6 +97,7 @@ METRICS = [
     ("steps_to_100", "steps to 100 copied", "lower"),
     ("seconds_to_100", "seconds to 100 copied", "lower"),
     ("fraction_of_peak", "fraction of the FMA peak", "higher"),
+    ("products_alone_fraction", "ceiling: its products alone", "higher"),
     ("times_floor", "time / its floor", "lower"),
     ("peak_rss_mb", "peak RSS MB", "lower"),
     ("params", "parameters", "equal"),
@@ -442,6 +445,9 @@ def main():
               "count for both sides) over the peak our program measured in the same round; "
               "time / its floor (decode): over the least time its products and reads could take "
               "at that peak and the measured memory bandwidth")
+        print("- ceiling: its products alone (ours only): the fraction of the FMA peak a step would "
+              "reach if it did nothing but its matrix products, each shape timed on its own "
+              "(autograd/kernels/gemm_log.h); a step of ours stays below it")
     print()
     other = "B" if args.ab else "PyTorch"
     mine_name = "A" if args.ab else "ours"

@@ -50,7 +50,10 @@ constexpr std::string_view kUsage =
     "  Trains the Transformer on the copy task and prints one JSON object per workload:\n"
     "  {\"workload\":\"copy-tiny\",\"ms_per_step\":...,\"tokens_per_s\":...,\"steps_to_100\":...,\n"
     "   \"seconds_to_100\":...,\"gflop_per_step\":...,\"gflops\":...,\"peak_gflops\":...,\n"
-    "   \"fraction_of_peak\":...,\"peak_rss_mb\":...,\"params\":...,\"threads\":...}\n"
+    "   \"fraction_of_peak\":...,\"products_alone_ms\":...,\"products_alone_fraction\":...,\n"
+    "   \"peak_rss_mb\":...,\"params\":...,\"threads\":...}\n"
+    "  products_alone: one more step's matrix products, each timed on its own, and the fraction\n"
+    "  of the peak the step would reach if that were all it did (its ceiling with these kernels)\n"
     "  --workload   which one (default all; run them one per process for a clean peak RSS)\n"
     "  --smoke      a few steps of each, copy-base on batch 8 (for CI, about a second)\n"
     "  --threads    threads (default 2)\n"
@@ -134,7 +137,8 @@ int64_t exact_copies(Transformer& model, const std::vector<data::Pair>& pairs) {
 
 struct Result {
   double ms_per_step = 0, tokens_per_s = 0, seconds_to_100 = 0;
-  double flops_per_step = 0;  // of the matrix products (models/flops.h)
+  double flops_per_step = 0;     // of the matrix products (models/flops.h)
+  double products_alone_ms = 0;  // their time on their own (bench::products_alone_seconds)
   std::optional<int64_t> steps_to_100;
   int64_t params = 0;
 };
@@ -187,6 +191,12 @@ Result run(const Workload& workload, const bench::CommonOptions& options, int64_
       workload.train_to_100 ? max_steps : workload.warmup_steps + workload.timed_steps, hooks);
   result.ms_per_step = 1e3 * bench::median(step_seconds);
   result.tokens_per_s = static_cast<double>(tokens) / (result.ms_per_step * 1e-3);
+  // The step's ceiling: one more step, its products logged and then timed on their own.
+  const data::Batch batch = next_batch();
+  result.products_alone_ms =
+      1e3 * bench::products_alone_seconds(
+                [&] { trainer.step([&] { return training::teacher_forced_loss(model, batch); }); },
+                result.flops_per_step);
   return result;
 }
 
@@ -248,15 +258,20 @@ int main(int argc, char** argv) {
         all_copied = all_copied && r.steps_to_100.has_value();
       }
       const bench::Limits limits = bench::measure_limits(options.smoke, false);
-      bench::add_efficiency(line, r.flops_per_step, r.ms_per_step, limits)
+      bench::add_efficiency(line, r.flops_per_step, r.ms_per_step, limits, r.products_alone_ms)
           .add("peak_rss_mb", bench::peak_rss_mb(), 1)
           .add("params", r.params)
           .add("threads", int64_t{options.threads})
           .add("precision", bench::JsonLine::str(to_string(kernels::gemm_precision())))
           .print();
-      fmt::print(stderr, "{:<10} {:>8.2f} ms/step {:>9.0f} tokens/s {:>5.1f}% of the peak",
-                 workload.name, r.ms_per_step, r.tokens_per_s,
-                 100 * r.flops_per_step * 1e-9 / (r.ms_per_step * 1e-3) / limits.peak_gflops);
+      const auto percent_of_peak = [&](double ms) {
+        return 100 * r.flops_per_step * 1e-9 / (ms * 1e-3) / limits.peak_gflops;
+      };
+      fmt::print(stderr,
+                 "{:<10} {:>8.2f} ms/step {:>9.0f} tokens/s {:>5.1f}% of the peak (its products "
+                 "alone: {:.1f}%)",
+                 workload.name, r.ms_per_step, r.tokens_per_s, percent_of_peak(r.ms_per_step),
+                 percent_of_peak(r.products_alone_ms));
       if (workload.train_to_100)
         fmt::print(stderr, "   100 copied exactly {}",
                    r.steps_to_100

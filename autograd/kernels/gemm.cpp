@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "autograd/kernels/cpu.h"
+#include "autograd/kernels/gemm_log.h"
 
 namespace gf::kernels {
 namespace {
@@ -97,6 +98,7 @@ void gemm(const GemmArgs& args) {
   check_ld(args.lda, args.trans_a ? m : k, "lda");
   check_ld(args.ldb, args.trans_b ? k : n, "ldb");
   check_ld(args.ldc, n, "ldc");
+  if (detail::gemm_log_on.load(std::memory_order_relaxed)) detail::log_gemm(args);
 
   // Every backend computes with subnormals flushed, on the caller as on the pool's workers
   // (cpu.h): the same mode on every thread gives the same bits whoever computes a tile.

@@ -311,6 +311,10 @@ int concurrent_threads() {
   return pool().concurrent_threads();
 }
 
+bool in_parallel_part() {
+  return inside_part;
+}
+
 void detail::run_parts(int parts, PartRef part) {
   pool().run(parts, part);
 }

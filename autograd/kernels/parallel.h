@@ -53,6 +53,8 @@ inline constexpr int64_t kSpinMicroseconds = 200;
 inline constexpr int kMaxParts = 4095;
 template <typename Part>
 void run_parts(int parts, Part&& part);
+// True while the calling thread runs a part of run_parts (where a nested call runs inline).
+bool in_parallel_part();
 
 // Below this much work (roughly, element operations) even the pool's hand-off costs more
 // than it saves; above it, loops are cut into chunks of about kChunkWork, at most kMaxChunks.

@@ -1,8 +1,13 @@
 // The work counted from a model's shapes (models/flops.h), against sums done by hand for tiny
-// models, and against the figure lesson 11 states for the copy task's model.
+// models, against the products a real step computes, and against the figure lesson 11 states
+// for the copy task's model.
 #include <catch2/catch.hpp>
+#include <vector>
 
+#include "autograd/kernels/gemm_log.h"
+#include "data/batch.h"
 #include "models/flops.h"
+#include "training/trainer.h"
 
 using namespace gf;
 
@@ -33,6 +38,37 @@ TEST_CASE("gemm_flops_per_step counts each product of a step", "[models][flops]"
   const GemmFlops alone = gemm_flops_per_step(tiny(0), 2, 0, 5);
   CHECK(alone.linear == 12.0 * (640 + 200));
   CHECK(alone.attention == 12.0 * 200);
+}
+
+TEST_CASE("gemm_flops_per_step counts the products a real step computes", "[models][flops]") {
+  // Every gemm() call of one forward and backward, logged (autograd/kernels/gemm_log.h), for
+  // models that differ in each term of the count; padding is computed, so it counts.
+  TransformerConfig both{.vocab_size = 13, .d_model = 16, .d_ff = 24, .heads = 2, .max_len = 16};
+  both.encoder_layers = 2;
+  both.decoder_layers = 1;
+  TransformerConfig untied = both, decoder_alone = both, norm_first = both;
+  untied.tied = false;
+  decoder_alone.encoder_layers = 0;
+  norm_first.norm_first = true;
+  const std::vector<data::Pair> pairs = {{.src = {1, 5, 6, 7}, .tgt = {1, 8, 9}},
+                                         {.src = {1, 5}, .tgt = {1, 8, 9, 10, 11}},
+                                         {.src = {1, 4, 4, 4, 4, 4}, .tgt = {1, 3}}};
+  const data::Batch batch = data::make_batch(pairs);
+  const int64_t s = batch.src.shape()[1], t = batch.tgt_in.shape()[1];
+  for (const TransformerConfig& config : {both, untied, decoder_alone, norm_first}) {
+    Rng rng(3);
+    Transformer model(config, rng);
+    data::Batch input = batch;
+    if (config.decoder_only()) input.src = IndexTensor::from({3, 0}, {});  // it reads no source
+    double logged = 0;
+    {
+      kernels::GemmLog log;
+      training::teacher_forced_loss(model, input).backward();
+      for (const kernels::LoggedGemm& call : log.calls()) logged += call.flops();
+    }
+    CAPTURE(config.tied, config.encoder_layers, config.norm_first);
+    CHECK(logged == gemm_flops_per_step(config, 3, config.decoder_only() ? 0 : s, t).total());
+  }
 }
 
 TEST_CASE("gemm_flops_per_step gives lesson 11's 1.008 GFLOP for a copy step at d_model 64",
