@@ -10,11 +10,13 @@
 //
 // Backward: dl/dx_j = p_j - q_j, so dL/dx_j = grad * (p_j - q_j) / N at counted positions
 // and 0 at ignored ones. Fusing avoids forming log p (a [..., V] tensor) and the one-hot q.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "autograd/errors.h"
 #include "autograd/graph.h"
+#include "autograd/kernels/parallel.h"
 #include "autograd/kernels/reduce.h"
 #include "autograd/ops.h"
 
@@ -45,43 +47,57 @@ Tensor cross_entropy(const Tensor& logits, const IndexTensor& targets,
     ++counted;
   }
 
+  // Rows are independent: each thread takes whole rows, and the per-row losses are summed
+  // afterwards in row order, so the bits do not depend on the thread count.
   const float* x = logits.data();
-  std::vector<float> lse(static_cast<size_t>(rows));
-  std::vector<float> scratch(static_cast<size_t>(v));
+  std::vector<float> lse(static_cast<size_t>(rows)), row_loss(static_cast<size_t>(rows));
+  kernels::parallel_for(rows, 4 * v, [&](int64_t begin, int64_t end) {
+    std::vector<float> scratch(static_cast<size_t>(v));
+    for (int64_t row = begin; row < end; ++row) {
+      if (t[row] == options.ignore_index) continue;
+      const float* xr = x + row * v;
+      const float m = kernels::max(xr, v);
+      for (int64_t j = 0; j < v; ++j) scratch[static_cast<size_t>(j)] = std::exp(xr[j] - m);
+      const float l = m + std::log(kernels::sum(scratch.data(), v));
+      lse[static_cast<size_t>(row)] = l;
+      float loss = l - (1.0f - eps) * xr[t[row]];
+      if (eps > 0.0f) loss -= eps / static_cast<float>(v) * kernels::sum(xr, v);
+      row_loss[static_cast<size_t>(row)] = loss;
+    }
+  });
   double total = 0.0;  // the sum of many per-position losses: double keeps it exact enough
-  for (int64_t row = 0; row < rows; ++row) {
-    if (t[row] == options.ignore_index) continue;
-    const float* xr = x + row * v;
-    const float m = kernels::max(xr, v);
-    for (int64_t j = 0; j < v; ++j) scratch[static_cast<size_t>(j)] = std::exp(xr[j] - m);
-    const float l = m + std::log(kernels::sum(scratch.data(), v));
-    lse[static_cast<size_t>(row)] = l;
-    float loss = l - (1.0f - eps) * xr[t[row]];
-    if (eps > 0.0f) loss -= eps / static_cast<float>(v) * kernels::sum(xr, v);
-    total += loss;
-  }
+  for (int64_t row = 0; row < rows; ++row)
+    if (t[row] != options.ignore_index) total += row_loss[static_cast<size_t>(row)];
   Tensor y =
       Tensor::scalar(counted > 0 ? static_cast<float>(total / static_cast<double>(counted)) : 0.0f);
 
   record(y, "cross_entropy", {logits},
          [logits, targets, lse = std::move(lse), options, counted](const Tensor& grad_y) {
            const int64_t classes = logits.shape().back(), positions = targets.numel();
-           Tensor grad_x = Tensor::zeros(logits.shape());
-           if (counted == 0) return Grads{grad_x};
+           Tensor grad_x = Tensor::empty(logits.shape());
+           float* gx = grad_x.data();
+           if (counted == 0) {
+             std::fill_n(gx, grad_x.numel(), 0.0f);
+             return Grads{grad_x};
+           }
            const float scale = grad_y.item() / static_cast<float>(counted);
            const float smoothing = options.label_smoothing;
            const float off = smoothing / static_cast<float>(classes);  // q_j for j != t
            const float* logit = logits.data();
            const int32_t* target = targets.data();
-           float* gx = grad_x.data();
-           for (int64_t row = 0; row < positions; ++row) {
-             if (target[row] == options.ignore_index) continue;
-             const float* xr = logit + row * classes;
-             float* gr = gx + row * classes;
-             const float l = lse[static_cast<size_t>(row)];
-             for (int64_t j = 0; j < classes; ++j) gr[j] = scale * (std::exp(xr[j] - l) - off);
-             gr[target[row]] -= scale * (1.0f - smoothing);
-           }
+           kernels::parallel_for(positions, 2 * classes, [&](int64_t begin, int64_t end) {
+             for (int64_t row = begin; row < end; ++row) {
+               float* gr = gx + row * classes;
+               if (target[row] == options.ignore_index) {
+                 std::fill_n(gr, classes, 0.0f);
+                 continue;
+               }
+               const float* xr = logit + row * classes;
+               const float l = lse[static_cast<size_t>(row)];
+               for (int64_t j = 0; j < classes; ++j) gr[j] = scale * (std::exp(xr[j] - l) - off);
+               gr[target[row]] -= scale * (1.0f - smoothing);
+             }
+           });
            return Grads{grad_x};
          });
   return y;

@@ -9,6 +9,7 @@
 #include "autograd/errors.h"
 #include "autograd/graph.h"
 #include "autograd/kernels/broadcast.h"
+#include "autograd/kernels/parallel.h"
 #include "autograd/ops.h"
 #include "autograd/ops/pointwise.h"
 #include "autograd/random.h"
@@ -103,9 +104,12 @@ Tensor dropout(const Tensor& x, float p, Rng& rng) {
   const int64_t n = x.numel();
   auto keep = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(n));
   for (uint8_t& k : *keep) k = rng.uniform() >= p ? 1 : 0;
-  // y_i = x_i * (kept ? 1/(1-p) : 0), and the same factor for the gradient.
+  // y_i = x_i * (kept ? 1/(1-p) : 0), and the same factor for the gradient. The mask is drawn
+  // above in one stream, in order; applying it is element by element, so threads share it.
   auto apply = [scale, n](const uint8_t* kept, const float* in, float* out) {
-    for (int64_t i = 0; i < n; ++i) out[i] = in[i] * (kept[i] ? scale : 0.0f);
+    kernels::parallel_for(n, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) out[i] = in[i] * (kept[i] ? scale : 0.0f);
+    });
   };
   Tensor y = Tensor::empty(x.shape());
   apply(keep->data(), x.data(), y.data());
