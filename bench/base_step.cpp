@@ -120,6 +120,7 @@ int main(int argc, char** argv) {
         static_cast<double>(shapes.batch * shapes.length) / (ms_per_step * 1e-3);
     const double flops =
         gemm_flops_per_step(config, shapes.batch, shapes.length, shapes.length).total();
+    const double peak_rss_mb = bench::peak_rss_mb();  // of training, before the replay's operands
     // The step's ceiling: one more step, its products logged and then timed on their own.
     const double products_alone_ms =
         1e3 * bench::products_alone_seconds(
@@ -134,7 +135,7 @@ int main(int argc, char** argv) {
         .add("ms_per_step", ms_per_step, 1)
         .add("tokens_per_s", tokens_per_s, 0);
     bench::add_efficiency(line, flops, ms_per_step, limits, products_alone_ms)
-        .add("peak_rss_mb", bench::peak_rss_mb(), 1)
+        .add("peak_rss_mb", peak_rss_mb, 1)
         .add("params", model.parameter_count())
         .add("threads", int64_t{options.threads})
         .add("precision", bench::JsonLine::str(to_string(kernels::gemm_precision())))
@@ -144,8 +145,8 @@ int main(int argc, char** argv) {
                "its products alone: {:.0f}%)  peak RSS {:.0f} MB  {} params\n",
                ms_per_step, tokens_per_s,
                100 * flops * 1e-9 / (ms_per_step * 1e-3) / limits.peak_gflops, limits.peak_gflops,
-               100 * flops * 1e-9 / (products_alone_ms * 1e-3) / limits.peak_gflops,
-               bench::peak_rss_mb(), model.parameter_count());
+               100 * flops * 1e-9 / (products_alone_ms * 1e-3) / limits.peak_gflops, peak_rss_mb,
+               model.parameter_count());
   } catch (const std::exception& e) {
     fmt::print(stderr, "base_step: {}\n", e.what());
     return 1;

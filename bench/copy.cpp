@@ -139,6 +139,7 @@ struct Result {
   double ms_per_step = 0, tokens_per_s = 0, seconds_to_100 = 0;
   double flops_per_step = 0;     // of the matrix products (models/flops.h)
   double products_alone_ms = 0;  // their time on their own (bench::products_alone_seconds)
+  double peak_rss_mb = 0;
   std::optional<int64_t> steps_to_100;
   int64_t params = 0;
 };
@@ -191,6 +192,7 @@ Result run(const Workload& workload, const bench::CommonOptions& options, int64_
       workload.train_to_100 ? max_steps : workload.warmup_steps + workload.timed_steps, hooks);
   result.ms_per_step = 1e3 * bench::median(step_seconds);
   result.tokens_per_s = static_cast<double>(tokens) / (result.ms_per_step * 1e-3);
+  result.peak_rss_mb = bench::peak_rss_mb();  // of training, before the replay's own operands
   // The step's ceiling: one more step, its products logged and then timed on their own.
   const data::Batch batch = next_batch();
   result.products_alone_ms =
@@ -259,7 +261,7 @@ int main(int argc, char** argv) {
       }
       const bench::Limits limits = bench::measure_limits(options.smoke, false);
       bench::add_efficiency(line, r.flops_per_step, r.ms_per_step, limits, r.products_alone_ms)
-          .add("peak_rss_mb", bench::peak_rss_mb(), 1)
+          .add("peak_rss_mb", r.peak_rss_mb, 1)
           .add("params", r.params)
           .add("threads", int64_t{options.threads})
           .add("precision", bench::JsonLine::str(to_string(kernels::gemm_precision())))
@@ -277,7 +279,7 @@ int main(int argc, char** argv) {
                    r.steps_to_100
                        ? fmt::format("after {} steps, {:.2f} s", *r.steps_to_100, r.seconds_to_100)
                        : fmt::format("not within {} steps", max_steps));
-      fmt::print(stderr, "   peak RSS {:.0f} MB, {} parameters\n", bench::peak_rss_mb(), r.params);
+      fmt::print(stderr, "   peak RSS {:.0f} MB, {} parameters\n", r.peak_rss_mb, r.params);
     }
   } catch (const std::exception& e) {
     fmt::print(stderr, "copy: {}\n", e.what());
