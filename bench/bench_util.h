@@ -112,7 +112,8 @@ inline double peak_rss_mb() {
 
 // The machine's limits (autograd/kernels/roofline.h) on all its cores, whatever --threads says:
 // the peak a workload is read against is the machine's, not that of the threads it chose.
-// Measured in the same process, right after the workload, so both meet the same load.
+// Measured in the same process, right after the workload (and the replay of its products),
+// so both meet the same load.
 struct Limits {
   double peak_gflops = 0, bandwidth_gbs = 0;
 };
@@ -158,19 +159,19 @@ class JsonLine {
 // the two is wrong, and the bench says so rather than print a fraction of the wrong count.
 template <typename Step>
 double products_alone_seconds(Step&& step, double counted_flops) {
-  std::vector<kernels::LoggedGemm> calls;
+  std::vector<kernels::LoggedGemm> shapes;
   {
     kernels::GemmLog log;
     step();
-    calls = log.calls();
+    shapes = log.shapes();
   }
   double logged_flops = 0;
-  for (const kernels::LoggedGemm& logged : calls) logged_flops += logged.flops();
+  for (const kernels::LoggedGemm& logged : shapes) logged_flops += logged.total_flops();
   if (std::abs(logged_flops - counted_flops) > 1e-9 * counted_flops)
     throw std::logic_error(fmt::format(
         "a step's gemm() calls did {:.6f} GFLOP, models/flops.h counts {:.6f}: one is wrong",
         logged_flops * 1e-9, counted_flops * 1e-9));
-  return kernels::products_alone_seconds(calls);
+  return kernels::products_alone_seconds(shapes);
 }
 
 // The keys of a training workload's efficiency: the GFLOP of a step's matrix products

@@ -447,7 +447,8 @@ def main():
               "at that peak and the measured memory bandwidth")
         print("- ceiling: its products alone (ours only): the fraction of the FMA peak a step would "
               "reach if it did nothing but its matrix products, each shape timed on its own "
-              "(autograd/kernels/gemm_log.h); a step of ours stays below it")
+              "(autograd/kernels/gemm_log.h), an optimistic estimate that a step of ours "
+              "should stay below")
     print()
     other = "B" if args.ab else "PyTorch"
     mine_name = "A" if args.ab else "ours"

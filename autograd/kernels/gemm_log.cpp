@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "autograd/kernels/parallel.h"
+#include "autograd/storage.h"
 
 namespace gf::kernels {
 
@@ -43,33 +44,52 @@ using Clock = std::chrono::steady_clock;
 double best_seconds_of(const GemmArgs& shape, double budget_seconds) {
   GemmArgs args = shape;
   const LeadingDims ld = leading_dims(args);
-  // Values of a trained model's size: C, accumulated into a million times over, stays finite,
-  // and nothing comes near a subnormal.
-  std::vector<float> a(static_cast<size_t>((args.trans_a ? args.k : args.m) * ld.a), 0.5f);
-  std::vector<float> b(static_cast<size_t>((args.trans_b ? args.n : args.k) * ld.b), 0.25f);
-  std::vector<float> c(static_cast<size_t>(args.m * ld.c), 0.0f);
-  args.a = a.data();
-  args.b = b.data();
-  args.c = c.data();
+  // Buffers from the pool tensors use, so aligned as a step's operands are. Values of a
+  // trained model's size: C, accumulated into a million times over, stays finite, and nothing
+  // comes near a subnormal.
+  const auto filled = [](int64_t count, float value) {
+    std::shared_ptr<float[]> buffer = allocate_floats(count);
+    std::fill_n(buffer.get(), count, value);
+    return buffer;
+  };
+  const auto a = filled((args.trans_a ? args.k : args.m) * ld.a, 0.5f);
+  const auto b = filled((args.trans_b ? args.n : args.k) * ld.b, 0.25f);
+  const auto c = filled(args.m * ld.c, 0.0f);
+  args.a = a.get();
+  args.b = b.get();
+  args.c = c.get();
 
   // A call can take well under a microsecond: time batches of calls at least 20 us long, so
-  // that the clock's own cost is noise.
+  // that the clock's own cost is noise. The batch size comes from a call with the operands
+  // already in cache.
   const auto time_batch = [&](int64_t repeats) {
     const Clock::time_point start = Clock::now();
     for (int64_t r = 0; r < repeats; ++r) gemm(args);
-    return std::chrono::duration<double>(Clock::now() - start).count();
+    return std::chrono::duration<double>(Clock::now() - start).count() /
+           static_cast<double>(repeats);
   };
-  const double first = time_batch(1);  // also brings the operands into cache
+  time_batch(1);  // brings the operands into cache
   const int64_t repeats =
-      std::clamp<int64_t>(static_cast<int64_t>(20e-6 / std::max(first, 1e-9)), 1, 10000);
-  double best = time_batch(repeats) / static_cast<double>(repeats);
+      std::clamp<int64_t>(static_cast<int64_t>(20e-6 / std::max(time_batch(1), 1e-9)), 1, 10000);
+  double best = time_batch(repeats);
   const Clock::time_point start = Clock::now();
-  for (int trial = 0;
-       trial < 2 || std::chrono::duration<double>(Clock::now() - start).count() < budget_seconds;
-       ++trial)
-    best = std::min(best, time_batch(repeats) / static_cast<double>(repeats));
+  while (std::chrono::duration<double>(Clock::now() - start).count() < budget_seconds)
+    best = std::min(best, time_batch(repeats));
   return best;
 }
+
+// Sets the pool's thread count for a scope and puts the earlier one back at its end, even when
+// a replay throws.
+class ThreadsForScope {
+ public:
+  explicit ThreadsForScope(int threads) : before_(num_threads()) { set_num_threads(threads); }
+  ~ThreadsForScope() { set_num_threads(before_); }
+  ThreadsForScope(const ThreadsForScope&) = delete;
+  ThreadsForScope& operator=(const ThreadsForScope&) = delete;
+
+ private:
+  int before_;
+};
 
 }  // namespace
 
@@ -90,7 +110,7 @@ GemmLog::~GemmLog() {
   s.alive = false;
 }
 
-std::vector<LoggedGemm> GemmLog::calls() const {
+std::vector<LoggedGemm> GemmLog::shapes() const {
   LogState& s = state();
   std::lock_guard lock(s.mutex);
   return s.shapes;
@@ -105,24 +125,23 @@ void detail::log_gemm(const GemmArgs& args) {
   std::lock_guard lock(s.mutex);
   if (!s.alive) return;  // the log ended after gemm() looked
   const auto [place, added] = s.index.try_emplace(key_of(shape, in_part), s.shapes.size());
-  if (added) s.shapes.push_back({.shape = shape, .in_parallel_part = in_part});
+  if (added) s.shapes.push_back({.shape = shape, .called_in_parallel_part = in_part});
   ++s.shapes[place->second].calls;
 }
 
-double products_alone_seconds(const std::vector<LoggedGemm>& calls, double seconds_per_shape) {
-  // A call from inside a part ran single-threaded (a nested job runs inline), next to as many
-  // others as there are threads to run them.
-  const int threads = num_threads();
+double products_alone_seconds(const std::vector<LoggedGemm>& shapes, double seconds_per_shape) {
+  // A call from inside a part ran on that part's thread alone (a nested job runs its parts one
+  // after another on the thread that started it): timed on one thread, and divided by the
+  // threads that ran such parts side by side.
   const double side_by_side = static_cast<double>(concurrent_threads());
   double seconds = 0;
   for (const bool in_part : {false, true}) {
-    set_num_threads(in_part ? 1 : threads);
-    for (const LoggedGemm& logged : calls)
-      if (logged.in_parallel_part == in_part)
+    const ThreadsForScope threads(in_part ? 1 : num_threads());
+    for (const LoggedGemm& logged : shapes)
+      if (logged.called_in_parallel_part == in_part && logged.calls > 0)
         seconds += best_seconds_of(logged.shape, seconds_per_shape) *
                    static_cast<double>(logged.calls) / (in_part ? side_by_side : 1.0);
   }
-  set_num_threads(threads);
   return seconds;
 }
 

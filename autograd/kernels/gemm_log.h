@@ -5,7 +5,7 @@
 // product runs below a large one's rate however little else the step does. While a GemmLog is
 // alive it records the shape of every gemm() call; products_alone_seconds() then times each
 // shape on its own and adds the times up. That is a step with nothing but its products, and
-// the FLOPs over that time are the most this step can do with these kernels: its ceiling.
+// the FLOPs over that time estimate the most this step can do with these kernels: its ceiling.
 #pragma once
 
 #include <atomic>
@@ -20,10 +20,10 @@ namespace gf::kernels {
 struct LoggedGemm {
   GemmArgs shape;  // sizes, trans, accumulate and leading dimensions; the pointers are null
   // Called from inside a part of a parallel job (attention's heads, one pair each): such a call
-  // runs on one thread, beside the other threads' parts.
-  bool in_parallel_part = false;
+  // runs on that part's thread alone, while other threads run parts of their own.
+  bool called_in_parallel_part = false;
   int64_t calls = 0;
-  double flops() const {
+  double total_flops() const {  // of all its calls
     return 2.0 * static_cast<double>(shape.m) * static_cast<double>(shape.n) *
            static_cast<double>(shape.k) * static_cast<double>(calls);
   }
@@ -39,16 +39,18 @@ class GemmLog {
   GemmLog(const GemmLog&) = delete;
   GemmLog& operator=(const GemmLog&) = delete;
 
-  // The distinct shapes recorded so far, in the order each was first seen.
-  std::vector<LoggedGemm> calls() const;
+  // The distinct shapes recorded so far, each with its count of calls, in the order each was
+  // first seen.
+  std::vector<LoggedGemm> shapes() const;
 };
 
-// The time the logged products take on their own: each shape on operands that stay in cache,
-// the best of repeated runs for `seconds_per_shape`, times its calls. A call made inside a
-// parallel part is timed on one thread, and its time divided by the threads that can run at
-// once (concurrent_threads()). Every choice errs towards less time, so the result is a bound
-// the step cannot beat with these kernels, not a prediction of it.
-double products_alone_seconds(const std::vector<LoggedGemm>& calls,
+// The time the logged products take on their own: each shape on 64-byte aligned operands (as
+// a tensor's are) that stay in cache, the best of repeated runs for `seconds_per_shape`, times
+// its calls. A call made inside a parallel part is timed on one thread, and its time divided
+// by the threads that can run at once (concurrent_threads()), as if the parts had kept every
+// thread busy. These choices err towards less time, so the result is an optimistic estimate
+// of the least time a step's products can take with these kernels, not a prediction of it.
+double products_alone_seconds(const std::vector<LoggedGemm>& shapes,
                               double seconds_per_shape = 0.01);
 
 namespace detail {

@@ -64,7 +64,7 @@ TEST_CASE("gemm_flops_per_step counts the products a real step computes", "[mode
     {
       kernels::GemmLog log;
       training::teacher_forced_loss(model, input).backward();
-      for (const kernels::LoggedGemm& call : log.calls()) logged += call.flops();
+      for (const kernels::LoggedGemm& shape : log.shapes()) logged += shape.total_flops();
     }
     CAPTURE(config.tied, config.encoder_layers, config.norm_first);
     CHECK(logged == gemm_flops_per_step(config, 3, config.decoder_only() ? 0 : s, t).total());
