@@ -143,10 +143,9 @@ int main(int argc, char** argv) {
     fmt::print(stderr,
                "base-step  {:.1f} ms/step  {:.0f} tokens/s  {:.0f}% of the peak ({:.0f} GFLOP/s; "
                "its products alone: {:.0f}%)  peak RSS {:.0f} MB  {} params\n",
-               ms_per_step, tokens_per_s,
-               100 * flops * 1e-9 / (ms_per_step * 1e-3) / limits.peak_gflops, limits.peak_gflops,
-               100 * flops * 1e-9 / (products_alone_ms * 1e-3) / limits.peak_gflops, peak_rss_mb,
-               model.parameter_count());
+               ms_per_step, tokens_per_s, 100 * bench::fraction_of_peak(flops, ms_per_step, limits),
+               limits.peak_gflops, 100 * bench::fraction_of_peak(flops, products_alone_ms, limits),
+               peak_rss_mb, model.parameter_count());
   } catch (const std::exception& e) {
     fmt::print(stderr, "base_step: {}\n", e.what());
     return 1;

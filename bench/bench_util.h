@@ -174,6 +174,11 @@ double products_alone_seconds(Step&& step, double counted_flops) {
   return kernels::products_alone_seconds(shapes);
 }
 
+// The fraction of the peak that `flops` done in `ms` milliseconds make.
+inline double fraction_of_peak(double flops, double ms, const Limits& limits) {
+  return flops * 1e-9 / (ms * 1e-3) / limits.peak_gflops;
+}
+
 // The keys of a training workload's efficiency: the GFLOP of a step's matrix products
 // (models/flops.h), the rate the step's time makes of them, and that rate over the peak; then
 // where it was measured, the step's ceiling with these kernels: the time of its products alone
@@ -181,16 +186,14 @@ double products_alone_seconds(Step&& step, double counted_flops) {
 inline JsonLine& add_efficiency(JsonLine& line, double flops_per_step, double ms_per_step,
                                 const Limits& limits,
                                 std::optional<double> products_alone_ms = std::nullopt) {
-  const auto fraction_of_peak = [&](double ms) {
-    return flops_per_step * 1e-9 / (ms * 1e-3) / limits.peak_gflops;
-  };
   line.add("gflop_per_step", flops_per_step * 1e-9, 4)
       .add("gflops", flops_per_step * 1e-9 / (ms_per_step * 1e-3), 1)
       .add("peak_gflops", limits.peak_gflops, 1)
-      .add("fraction_of_peak", fraction_of_peak(ms_per_step), 3);
+      .add("fraction_of_peak", fraction_of_peak(flops_per_step, ms_per_step, limits), 3);
   if (products_alone_ms)
     line.add("products_alone_ms", *products_alone_ms, 2)
-        .add("products_alone_fraction", fraction_of_peak(*products_alone_ms), 3);
+        .add("products_alone_fraction",
+             fraction_of_peak(flops_per_step, *products_alone_ms, limits), 3);
   return line;
 }
 

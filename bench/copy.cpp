@@ -267,7 +267,7 @@ int main(int argc, char** argv) {
           .add("precision", bench::JsonLine::str(to_string(kernels::gemm_precision())))
           .print();
       const auto percent_of_peak = [&](double ms) {
-        return 100 * r.flops_per_step * 1e-9 / (ms * 1e-3) / limits.peak_gflops;
+        return 100 * bench::fraction_of_peak(r.flops_per_step, ms, limits);
       };
       fmt::print(stderr,
                  "{:<10} {:>8.2f} ms/step {:>9.0f} tokens/s {:>5.1f}% of the peak (its products "

@@ -75,6 +75,7 @@ TEST_CASE("GemmLog marks the calls made inside a part of a parallel job", "[gemm
 TEST_CASE("only one GemmLog records at a time", "[gemm][gemm_log]") {
   GemmLog log;
   CHECK_THROWS_AS(GemmLog(), std::logic_error);
+  CHECK_THROWS_WITH(GemmLog(), Catch::Contains("another log is already recording gemm() calls"));
 }
 
 TEST_CASE("products_alone_seconds times a shape and multiplies by its calls", "[gemm][gemm_log]") {
